@@ -1,0 +1,26 @@
+// Named defaults, each with its unit in its name. The schema uses these; the
+// README's configuration table lists them.
+
+export const DEFAULT_HOST = '0.0.0.0';
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_ADMIN_HOST = '127.0.0.1';
+export const DEFAULT_ADMIN_PORT = 9090;
+/** Body limit of the gateway's own JSON endpoints (login, refresh, token, status). */
+export const DEFAULT_API_BODY_LIMIT_BYTES = 16 * 1024;
+export const DEFAULT_LOG_LEVEL = 'info';
+
+export const DEFAULT_STORE_KEY_PREFIX = 'gatehouse:';
+
+export const DEFAULT_ISSUER = 'http://localhost:8080';
+export const DEFAULT_AUDIENCE = 'gatehouse';
+/** Spec 5.4 and 8: the access token is valid for one minute. */
+export const DEFAULT_ACCESS_TOKEN_TTL_S = 60;
+/** Spec 5.5: the sample login response shows 86400 seconds. */
+export const DEFAULT_REFRESH_TOKEN_TTL_S = 86_400;
+/** Chosen by `npm run bench -- tokens`; see the README's token section. */
+export const DEFAULT_SIGNING_ALGORITHM = 'EdDSA';
+export const DEFAULT_CLOCK_TOLERANCE_S = 5;
+export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
+
+export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
+export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;

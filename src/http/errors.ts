@@ -1,0 +1,94 @@
+// The one place that defines every error Gatehouse answers with: a stable code,
+// the HTTP status, the `$message` shown to the client and the OAuth error code
+// that goes into `$detail`. Nothing else in the code base invents a status or a
+// client-facing message; it throws `gatehouseError(code, …)` and the error
+// handler renders it.
+import { STATUS_CODES } from 'node:http';
+
+interface ErrorDefinition {
+  readonly status: number;
+  readonly message: string;
+  readonly oauthError: string;
+  /** The reason used when the thrower does not give a more precise one. */
+  readonly reason: string;
+}
+
+const LOGIN_AGAIN = 'Please log in to carry out this action.';
+const CHECK_AND_RETRY = 'The requested action cannot be carried out. Please check your settings and retry.';
+
+export const ERRORS = {
+  // Spec 7: login failures.
+  invalid_user_credentials: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_grant', reason: 'invalid user credentials' },
+  // Spec 7: refresh failures.
+  invalid_refresh_token: { status: 400, message: CHECK_AND_RETRY, oauthError: 'invalid_grant', reason: 'invalid refresh token' },
+  // A body, header or parameter the gateway cannot accept.
+  invalid_request: { status: 400, message: 'The request is malformed.', oauthError: 'invalid_request', reason: 'malformed request' },
+  // RFC 6750 3.1: no credentials at all carry no error code of their own; we still name one for `$detail`.
+  missing_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'no bearer token was given' },
+  invalid_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'invalid bearer token' },
+  route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },
+  method_not_allowed: { status: 405, message: 'This method is not allowed at this address.', oauthError: 'invalid_request', reason: 'method not allowed' },
+  payload_too_large: { status: 413, message: 'The request body is too large.', oauthError: 'invalid_request', reason: 'request body exceeds the limit' },
+  request_not_found: { status: 404, message: 'No such request.', oauthError: 'not_found', reason: 'unknown request id' },
+  invalid_service_credential: { status: 401, message: 'The service credential is missing or wrong.', oauthError: 'invalid_client', reason: 'invalid service credential' },
+  status_transition_refused: { status: 409, message: 'The status cannot change this way.', oauthError: 'invalid_request', reason: 'status transition refused' },
+  upstream_unreachable: { status: 502, message: 'The service behind the gateway cannot be reached. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream connection failed' },
+  upstream_unresolvable: { status: 503, message: 'The service behind the gateway cannot be found. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream host name did not resolve' },
+  upstream_timeout: { status: 504, message: 'The service behind the gateway did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream timed out' },
+  store_unavailable: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'state store unavailable' },
+  internal_error: { status: 500, message: 'An internal error occurred. Please retry later.', oauthError: 'server_error', reason: 'internal error' },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface GatehouseErrorOptions {
+  /** A more precise, client-safe reason for `$detail` (never a secret). */
+  reason?: string;
+  /** Extra response headers, e.g. `WWW-Authenticate` or `Retry-After`. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+export class GatehouseError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly reason: string;
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(code: ErrorCode, options: GatehouseErrorOptions = {}) {
+    const definition: ErrorDefinition = ERRORS[code];
+    super(`${code}: ${options.reason ?? definition.reason}`, { cause: options.cause });
+    this.name = 'GatehouseError';
+    this.code = code;
+    this.status = definition.status;
+    this.reason = options.reason ?? definition.reason;
+    this.headers = options.headers ?? {};
+  }
+
+  /** Server errors are not exposed: their detail goes to the log only. */
+  get expose(): boolean {
+    return this.status < 500;
+  }
+
+  get oauthError(): string {
+    return ERRORS[this.code].oauthError;
+  }
+
+  get publicMessage(): string {
+    return ERRORS[this.code].message;
+  }
+
+  /** `$detail`: the response code, its name, the OAuth error and the reason. */
+  get detail(): string {
+    const reason = this.expose ? this.reason : ERRORS[this.code].reason;
+    return `${this.status} (${STATUS_CODES[this.status] ?? 'Error'}) - ${this.oauthError}: ${reason}`;
+  }
+}
+
+export function gatehouseError(code: ErrorCode, options?: GatehouseErrorOptions): GatehouseError {
+  return new GatehouseError(code, options);
+}
+
+export function isGatehouseError(value: unknown): value is GatehouseError {
+  return value instanceof GatehouseError;
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 20_000,
+    hookTimeout: 30_000,
+    // Tests start real servers (HTTP upstreams on port 0, redis-server on a free port).
+    // Two cores: keep parallelism modest so timing-sensitive tests stay stable.
+    maxWorkers: 2,
+  },
+});
