@@ -1,0 +1,148 @@
+// `gatehouse users …`: manages the accounts in the users file. Each command is
+// one read-change-write of the file; a running server picks the change up
+// through its file watch.
+import { parseArgs } from 'node:util';
+import { hashPassword } from '../identity/passwords.js';
+import {
+  addUser,
+  assertCanAddUser,
+  getUser,
+  isApiKeyActive,
+  readUsersFile,
+  removeUser,
+  setDisabled,
+  writeUsersFile,
+} from '../identity/users-file.js';
+import {
+  CliError,
+  EXIT_OK,
+  UsageError,
+  canPromptHidden,
+  formatTable,
+  promptHidden,
+  readAll,
+  runCli,
+  singlePositional,
+  writeLine,
+  type CliIo,
+} from './io.js';
+
+export const MIN_PASSWORD_LENGTH = 8;
+
+const USAGE = `usage: gatehouse users add NAME [--password-stdin]
+       gatehouse users disable NAME
+       gatehouse users enable NAME
+       gatehouse users remove NAME
+       gatehouse users list
+
+  add reads the password from a terminal prompt, or with --password-stdin
+  from the whole of stdin (one trailing newline is dropped). Passwords have
+  at least ${MIN_PASSWORD_LENGTH} characters.`;
+
+export async function runUsersCommand(args: string[], io: CliIo): Promise<number> {
+  return runCli(USAGE, io, async () => {
+    const [command, ...rest] = args;
+    switch (command) {
+      case 'add':
+        return add(rest, io);
+      case 'disable':
+        return changeStatus(rest, io, true);
+      case 'enable':
+        return changeStatus(rest, io, false);
+      case 'remove':
+        return remove(rest, io);
+      case 'list':
+        return list(rest, io);
+      case 'help':
+      case '--help':
+      case '-h':
+        writeLine(io.stdout, USAGE);
+        return EXIT_OK;
+      case undefined:
+        throw new UsageError('missing command');
+      default:
+        throw new UsageError(`unknown command: users ${command}`);
+    }
+  });
+}
+
+async function add(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { 'password-stdin': { type: 'boolean', default: false } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const username = singlePositional(positionals, 'NAME');
+  // Refuse a bad or taken name before the operator types a password.
+  assertCanAddUser(await readUsersFile(io.usersFile), username);
+
+  const password = await readNewPassword(io, values['password-stdin']);
+  const passwordHash = await hashPassword(password);
+  // Read again: the file may have changed while the prompt waited.
+  const data = addUser(await readUsersFile(io.usersFile), username, passwordHash);
+  await writeUsersFile(io.usersFile, data);
+  writeLine(io.stdout, `added user ${username} (id ${data.users[username]!.id})`);
+  return EXIT_OK;
+}
+
+async function readNewPassword(io: CliIo, fromStdin: boolean): Promise<string> {
+  let password: string;
+  if (fromStdin) {
+    password = (await readAll(io.stdin)).replace(/\r?\n$/, '');
+  } else if (canPromptHidden(io.stdin)) {
+    const [first, second] = await promptHidden(io, ['Password: ', 'Repeat the password: ']);
+    if (first !== second) throw new CliError('the passwords do not match');
+    password = first!;
+  } else {
+    throw new UsageError('stdin is not a terminal: to read the password from stdin, pass --password-stdin');
+  }
+  // Counted in characters (code points), as a person typing them would.
+  if (Array.from(password).length < MIN_PASSWORD_LENGTH) {
+    throw new CliError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  return password;
+}
+
+async function changeStatus(args: string[], io: CliIo, disabled: boolean): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const username = singlePositional(positionals, 'NAME');
+  const data = await readUsersFile(io.usersFile);
+  const status = disabled ? 'disabled' : 'enabled';
+  if (getUser(data, username).disabled === disabled) {
+    writeLine(io.stdout, `user ${username} is already ${status}`);
+    return EXIT_OK;
+  }
+  await writeUsersFile(io.usersFile, setDisabled(data, username, disabled));
+  writeLine(io.stdout, `${status} user ${username}`);
+  return EXIT_OK;
+}
+
+async function remove(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const username = singlePositional(positionals, 'NAME');
+  const data = await readUsersFile(io.usersFile);
+  const keys = getUser(data, username).apiKeys.length;
+  await writeUsersFile(io.usersFile, removeUser(data, username));
+  writeLine(io.stdout, `removed user ${username} and ${keys} API key${keys === 1 ? '' : 's'}`);
+  return EXIT_OK;
+}
+
+async function list(args: string[], io: CliIo): Promise<number> {
+  parseArgs({ args, options: {}, allowPositionals: false, strict: true });
+  const data = await readUsersFile(io.usersFile);
+  const users = Object.entries(data.users);
+  if (users.length === 0) {
+    writeLine(io.stderr, `no users in ${io.usersFile}`);
+    return EXIT_OK;
+  }
+  // Never the password hash nor key hashes: a listing gets pasted into tickets.
+  const rows = users.map(([name, user]) => [
+    name,
+    user.id,
+    user.disabled ? 'disabled' : 'enabled',
+    String(user.apiKeys.filter(isApiKeyActive).length),
+  ]);
+  writeLine(io.stdout, formatTable([['NAME', 'ID', 'STATUS', 'ACTIVE KEYS'], ...rows]));
+  return EXIT_OK;
+}

@@ -1,0 +1,27 @@
+// Who a user is. Login, refresh and the token endpoint talk only to this
+// interface, so a later OpenID Provider can answer in place of the local
+// users file without them noticing.
+import type { AuthMethod } from '../store/store.js';
+
+export interface Identity {
+  /** Stable user id: the token's `sub`. Never reused for another user. */
+  sub: string;
+  /** The login name: the token's `preferred_username`. */
+  username: string;
+  method: AuthMethod;
+  /** Set when `method` is `api_key`. */
+  apiKeyId?: string;
+}
+
+export interface IdentityProvider {
+  /**
+   * Checks a username with a password or one of the user's API keys (given in
+   * the password field, spec 5.1). Resolves null for every kind of failure
+   * (unknown user, wrong secret, disabled user, revoked key), taking the same
+   * time for an unknown user as for a wrong password.
+   */
+  authenticate(username: string, secret: string): Promise<Identity | null>;
+  /** True while the user is enabled and, for an API-key login, the key unrevoked. */
+  isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
+  close(): Promise<void>;
+}

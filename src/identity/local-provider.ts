@@ -1,0 +1,187 @@
+// The identity provider backed by the local users file.
+//
+// The file is read into an immutable snapshot of three indexes (by name, by
+// id, and API key id → key), swapped whole on reload, so a login never sees
+// half an update. With `watch`, the file is polled: the CLI replaces it by
+// rename, which a watch on the old inode would miss, and polling also notices
+// a file that appears after start.
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import type { Logger } from 'pino';
+import type { IdentityConfig } from '../config/schema.js';
+import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
+import type { Identity, IdentityProvider } from './identity-provider.js';
+import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
+import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
+
+export type LocalIdentityConfig = Extract<IdentityConfig, { provider: 'local' }>;
+
+const WATCH_INTERVAL_MS = 500;
+
+interface IndexedUser {
+  username: string;
+  record: UserRecord;
+}
+
+interface IndexedKey {
+  user: IndexedUser;
+  key: ApiKeyRecord;
+}
+
+interface Snapshot {
+  byName: ReadonlyMap<string, IndexedUser>;
+  byId: ReadonlyMap<string, IndexedUser>;
+  byKeyId: ReadonlyMap<string, IndexedKey>;
+}
+
+export class LocalIdentityProvider implements IdentityProvider {
+  readonly #file: string;
+  readonly #logger: Logger;
+  /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
+  readonly #dummyHash: string;
+  #snapshot: Snapshot;
+  #watching = false;
+  #closed = false;
+  #reloading: Promise<void> | undefined;
+  #reloadAgain = false;
+  #readsStarted = 0;
+  #readApplied = 0;
+
+  private constructor(file: string, logger: Logger, dummyHash: string, data: UsersFileData) {
+    this.#file = file;
+    this.#logger = logger;
+    this.#dummyHash = dummyHash;
+    this.#snapshot = buildSnapshot(data);
+  }
+
+  /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
+  static async open(config: LocalIdentityConfig, logger: Logger): Promise<LocalIdentityProvider> {
+    const log = logger.child({ component: 'identity', usersFile: config.usersFile });
+    const [data, dummyHash] = await Promise.all([
+      readUsersFile(config.usersFile),
+      hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS),
+    ]);
+    const provider = new LocalIdentityProvider(config.usersFile, log, dummyHash, data);
+    const users = provider.#snapshot.byName.size;
+    if (users === 0) log.warn('the users file holds no users (or does not exist): nobody can log in');
+    else log.info({ users }, 'users file loaded');
+    if (config.watch) provider.#watch();
+    return provider;
+  }
+
+  async authenticate(username: string, secret: string): Promise<Identity | null> {
+    const snapshot = this.#snapshot;
+    const apiKey = parseApiKey(secret);
+    const indexedKey = apiKey ? snapshot.byKeyId.get(apiKey.keyId) : undefined;
+    if (apiKey && indexedKey) return this.#authenticateWithApiKey(username, apiKey.secret, indexedKey);
+    return this.#authenticateWithPassword(username, secret, snapshot);
+  }
+
+  isActive({ sub, apiKeyId }: Pick<Identity, 'sub' | 'apiKeyId'>): boolean {
+    const snapshot = this.#snapshot;
+    const user = snapshot.byId.get(sub);
+    if (!user || user.record.disabled) return false;
+    if (apiKeyId === undefined) return true;
+    const indexedKey = snapshot.byKeyId.get(apiKeyId);
+    return indexedKey !== undefined && indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
+  }
+
+  /**
+   * Re-reads the file now (the watcher calls this too). A file that does not
+   * read or validate is logged and changes nothing: the previous users stay.
+   * Resolves true when the new contents were taken.
+   */
+  async reload(): Promise<boolean> {
+    const reading = ++this.#readsStarted;
+    try {
+      const data = await readUsersFile(this.#file);
+      // Two overlapping reloads (watcher and caller): a read that started earlier never wins.
+      if (this.#closed || reading < this.#readApplied) return false;
+      this.#readApplied = reading;
+      this.#snapshot = buildSnapshot(data);
+      this.#logger.info({ users: this.#snapshot.byName.size }, 'users file reloaded');
+      return true;
+    } catch (error) {
+      if (!this.#closed) {
+        this.#logger.error({ err: error }, 'users file not reloaded: keeping the previous users');
+      }
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#watching) {
+      unwatchFile(this.#file, this.#onFileChange);
+      this.#watching = false;
+    }
+    await this.#reloading;
+  }
+
+  #authenticateWithApiKey(username: string, secret: string, { user, key }: IndexedKey): Identity | null {
+    // Digests are cheap; compare first so that every refusal below costs the same.
+    const matches = apiKeySecretMatches(secret, key.hash);
+    if (!matches || user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
+      this.#logger.debug({ username, apiKeyId: key.id }, 'API key login refused');
+      return null;
+    }
+    return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id };
+  }
+
+  async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot): Promise<Identity | null> {
+    const user = snapshot.byName.get(username);
+    // Always one scrypt, even for an unknown or disabled user: no timing tells them apart.
+    const matches = await verifyPassword(password, user?.record.passwordHash ?? this.#dummyHash);
+    if (!user || !matches) {
+      this.#logger.debug({ username }, 'password login refused');
+      return null;
+    }
+    // The file may have changed while scrypt ran: a user disabled or removed meanwhile does not get in.
+    const current = this.#snapshot.byId.get(user.record.id);
+    if (!current || current.record.disabled || user.record.disabled) {
+      this.#logger.debug({ username }, 'password login refused: user disabled');
+      return null;
+    }
+    return { sub: user.record.id, username: user.username, method: 'pwd' };
+  }
+
+  #watch(): void {
+    // persistent: false is watchFile's unref: the watcher never keeps the process alive.
+    watchFile(this.#file, { interval: WATCH_INTERVAL_MS, persistent: false }, this.#onFileChange);
+    this.#watching = true;
+  }
+
+  readonly #onFileChange = (current: Stats, previous: Stats): void => {
+    if (this.#closed) return;
+    if (current.nlink === 0 && previous.nlink === 0) return;
+    if (current.nlink === 0) this.#logger.warn('the users file was removed: nobody can log in until it is back');
+    this.#scheduleReload();
+  };
+
+  /** One reload at a time; changes seen during a reload cause exactly one more. */
+  #scheduleReload(): void {
+    if (this.#reloading) {
+      this.#reloadAgain = true;
+      return;
+    }
+    this.#reloading = (async () => {
+      do {
+        this.#reloadAgain = false;
+        await this.reload();
+      } while (this.#reloadAgain && !this.#closed);
+      this.#reloading = undefined;
+    })();
+  }
+}
+
+function buildSnapshot(data: UsersFileData): Snapshot {
+  const byName = new Map<string, IndexedUser>();
+  const byId = new Map<string, IndexedUser>();
+  const byKeyId = new Map<string, IndexedKey>();
+  for (const [username, record] of Object.entries(data.users)) {
+    const user: IndexedUser = { username, record };
+    byName.set(username, user);
+    byId.set(record.id, user);
+    for (const key of record.apiKeys) byKeyId.set(key.id, { user, key });
+  }
+  return { byName, byId, byKeyId };
+}

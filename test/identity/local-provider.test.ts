@@ -1,0 +1,276 @@
+import { PassThrough } from 'node:stream';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { runUsersCommand } from '../../src/cli/users.js';
+import { createIdentityProvider } from '../../src/identity/create-identity-provider.js';
+import { generateApiKey, type GeneratedApiKey } from '../../src/identity/api-keys.js';
+import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
+import { DEFAULT_SCRYPT_PARAMS, hashPassword } from '../../src/identity/passwords.js';
+import {
+  UsersFileError,
+  addApiKey,
+  addUser,
+  emptyUsersFile,
+  readUsersFile,
+  removeUser,
+  revokeApiKey,
+  setDisabled,
+  writeUsersFile,
+  type UsersFileData,
+} from '../../src/identity/users-file.js';
+import { logSink, type LogSink } from '../helpers/log-sink.js';
+
+const FAST = { logN: 10, r: 8, p: 1 };
+
+interface Fixture {
+  data: UsersFileData;
+  keys: { alice: GeneratedApiKey; aliceRevoked: GeneratedApiKey; bob: GeneratedApiKey; mallory: GeneratedApiKey };
+}
+
+const PASSWORDS = { alice: 'alice-password-1', bob: 'bob-password-1', mallory: 'mallory-password-1' };
+
+async function fixture(): Promise<Fixture> {
+  const keys = { alice: generateApiKey(), aliceRevoked: generateApiKey(), bob: generateApiKey(), mallory: generateApiKey() };
+  let data = emptyUsersFile();
+  for (const [name, password] of Object.entries(PASSWORDS)) data = addUser(data, name, await hashPassword(password, FAST));
+  data = addApiKey(data, 'alice', { keyId: keys.alice.keyId, hash: keys.alice.hash, label: 'laptop' });
+  data = addApiKey(data, 'alice', { keyId: keys.aliceRevoked.keyId, hash: keys.aliceRevoked.hash });
+  data = revokeApiKey(data, keys.aliceRevoked.keyId);
+  data = addApiKey(data, 'bob', { keyId: keys.bob.keyId, hash: keys.bob.hash });
+  data = addApiKey(data, 'mallory', { keyId: keys.mallory.keyId, hash: keys.mallory.hash });
+  data = setDisabled(data, 'mallory', true);
+  return { data, keys };
+}
+
+let dir: string;
+let usersFile: string;
+let logs: LogSink;
+let fx: Fixture;
+const providers: LocalIdentityProvider[] = [];
+
+async function open(watch = false): Promise<LocalIdentityProvider> {
+  const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch }, logs.logger);
+  providers.push(provider);
+  return provider;
+}
+
+/** Every secret of the fixture: none may ever reach the log. */
+function secrets(): string[] {
+  const users = Object.values(fx.data.users);
+  return [
+    ...Object.values(PASSWORDS),
+    ...users.map((u) => u.passwordHash),
+    ...Object.values(fx.keys).flatMap((k) => [k.key, k.hash, k.key.slice(21)]),
+  ];
+}
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'gatehouse-local-provider-'));
+  usersFile = join(dir, 'users.yaml');
+  logs = logSink('debug');
+  fx = await fixture();
+  await writeUsersFile(usersFile, fx.data);
+});
+
+afterEach(async () => {
+  await Promise.all(providers.splice(0).map((p) => p.close()));
+  const text = logs.text();
+  for (const secret of secrets()) expect(text).not.toContain(secret);
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('authenticate', () => {
+  it('logs a user in with the password', async () => {
+    const provider = await open();
+    const identity = await provider.authenticate('alice', PASSWORDS.alice);
+    expect(identity).toEqual({ sub: fx.data.users.alice!.id, username: 'alice', method: 'pwd' });
+    expect(identity).not.toHaveProperty('apiKeyId');
+  });
+
+  it('logs a user in with an API key given as the password', async () => {
+    const provider = await open();
+    await expect(provider.authenticate('alice', fx.keys.alice.key)).resolves.toEqual({
+      sub: fx.data.users.alice!.id,
+      username: 'alice',
+      method: 'api_key',
+      apiKeyId: fx.keys.alice.keyId,
+    });
+    await expect(provider.authenticate('bob', fx.keys.bob.key)).resolves.toMatchObject({ username: 'bob', method: 'api_key' });
+  });
+
+  it('refuses a wrong password, an unknown user and empty input', async () => {
+    const provider = await open();
+    await expect(provider.authenticate('alice', 'alice-password-2')).resolves.toBeNull();
+    await expect(provider.authenticate('alice', PASSWORDS.bob)).resolves.toBeNull();
+    await expect(provider.authenticate('nobody', PASSWORDS.alice)).resolves.toBeNull();
+    await expect(provider.authenticate('ALICE', PASSWORDS.alice)).resolves.toBeNull();
+    await expect(provider.authenticate('', '')).resolves.toBeNull();
+    await expect(provider.authenticate('constructor', 'x')).resolves.toBeNull();
+  });
+
+  it('refuses a disabled user, with the right password or key', async () => {
+    const provider = await open();
+    await expect(provider.authenticate('mallory', PASSWORDS.mallory)).resolves.toBeNull();
+    await expect(provider.authenticate('mallory', fx.keys.mallory.key)).resolves.toBeNull();
+  });
+
+  it('refuses a revoked key, a wrong secret for a known key id, and another user’s key', async () => {
+    const provider = await open();
+    await expect(provider.authenticate('alice', fx.keys.aliceRevoked.key)).resolves.toBeNull();
+    const wrongSecret = `ghk_${fx.keys.alice.keyId}_${parseSecretOf(generateApiKey().key)}`;
+    await expect(provider.authenticate('alice', wrongSecret)).resolves.toBeNull();
+    // Bob's valid key, presented as alice: the key must belong to the named user.
+    await expect(provider.authenticate('alice', fx.keys.bob.key)).resolves.toBeNull();
+    await expect(provider.authenticate('nobody', fx.keys.bob.key)).resolves.toBeNull();
+  });
+
+  it('treats a key-shaped secret with an unknown key id as a password', async () => {
+    const keyShaped = generateApiKey().key;
+    await writeUsersFile(usersFile, addUser(fx.data, 'odd', await hashPassword(keyShaped, FAST)));
+    const provider = await open();
+    await expect(provider.authenticate('odd', keyShaped)).resolves.toMatchObject({ username: 'odd', method: 'pwd' });
+  });
+
+  it('starts with no users when the file does not exist, and says so', async () => {
+    usersFile = join(dir, 'absent.yaml');
+    const provider = await open();
+    await expect(provider.authenticate('alice', PASSWORDS.alice)).resolves.toBeNull();
+    expect(logs.entries().some((e) => e.level === 40 && String(e.msg).includes('no users'))).toBe(true);
+  });
+
+  it('refuses to start on an invalid file', async () => {
+    await writeFile(usersFile, 'users:\n  alice: {}\n');
+    await expect(open()).rejects.toBeInstanceOf(UsersFileError);
+  });
+
+  it('is what createIdentityProvider makes of a local configuration', async () => {
+    const provider = await createIdentityProvider({ provider: 'local', usersFile, watch: false }, logs.logger);
+    providers.push(provider as LocalIdentityProvider);
+    expect(provider).toBeInstanceOf(LocalIdentityProvider);
+    await expect(provider.authenticate('bob', PASSWORDS.bob)).resolves.toMatchObject({ username: 'bob' });
+  });
+});
+
+describe('isActive', () => {
+  it('follows disable, enable, removal and key revocation', async () => {
+    const provider = await open();
+    const alice = fx.data.users.alice!.id;
+    const bob = fx.data.users.bob!.id;
+    const aliceKey = fx.keys.alice.keyId;
+
+    expect(provider.isActive({ sub: alice })).toBe(true);
+    expect(provider.isActive({ sub: alice, apiKeyId: aliceKey })).toBe(true);
+    expect(provider.isActive({ sub: alice, apiKeyId: fx.keys.aliceRevoked.keyId })).toBe(false);
+    expect(provider.isActive({ sub: alice, apiKeyId: fx.keys.bob.keyId })).toBe(false);
+    expect(provider.isActive({ sub: alice, apiKeyId: 'ffffffffffffffff' })).toBe(false);
+    expect(provider.isActive({ sub: fx.data.users.mallory!.id })).toBe(false);
+    expect(provider.isActive({ sub: 'a7c6f4de-0000-4000-8000-000000000000' })).toBe(false);
+
+    await writeUsersFile(usersFile, setDisabled(fx.data, 'alice', true));
+    await expect(provider.reload()).resolves.toBe(true);
+    expect(provider.isActive({ sub: alice })).toBe(false);
+    expect(provider.isActive({ sub: alice, apiKeyId: aliceKey })).toBe(false);
+    await expect(provider.authenticate('alice', PASSWORDS.alice)).resolves.toBeNull();
+
+    await writeUsersFile(usersFile, revokeApiKey(fx.data, aliceKey));
+    await provider.reload();
+    expect(provider.isActive({ sub: alice })).toBe(true);
+    expect(provider.isActive({ sub: alice, apiKeyId: aliceKey })).toBe(false);
+    await expect(provider.authenticate('alice', fx.keys.alice.key)).resolves.toBeNull();
+
+    await writeUsersFile(usersFile, removeUser(fx.data, 'alice'));
+    await provider.reload();
+    expect(provider.isActive({ sub: alice })).toBe(false);
+    expect(provider.isActive({ sub: bob, apiKeyId: fx.keys.bob.keyId })).toBe(true);
+  });
+});
+
+describe('live reload', () => {
+  it('lets a user added through the CLI log in while the provider runs', async () => {
+    const provider = await open(true);
+    const stdin = new PassThrough();
+    stdin.end('carol-password-1\n');
+    const sink = new PassThrough();
+    const code = await runUsersCommand(['add', 'carol', '--password-stdin'], { usersFile, stdin, stdout: sink, stderr: sink });
+    expect(code).toBe(0);
+    const carol = (await readUsersFile(usersFile)).users.carol!;
+    await vi.waitFor(
+      async () => expect(await provider.authenticate('carol', 'carol-password-1')).toEqual({ sub: carol.id, username: 'carol', method: 'pwd' }),
+      { timeout: 5_000, interval: 100 },
+    );
+    expect(provider.isActive({ sub: carol.id })).toBe(true);
+  });
+
+  it('keeps the previous users when the changed file does not parse, and logs an error', async () => {
+    const provider = await open(true);
+    await writeFile(usersFile, 'users: [\n');
+    await vi.waitFor(
+      () => {
+        const error = logs.entries().find((e) => e.level === 50);
+        expect(error?.msg).toMatch(/not reloaded/);
+        expect(JSON.stringify(error)).toContain(usersFile);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
+    await expect(provider.authenticate('alice', PASSWORDS.alice)).resolves.toMatchObject({ username: 'alice' });
+    expect(provider.isActive({ sub: fx.data.users.alice!.id })).toBe(true);
+
+    // Fixed again: the change is taken.
+    await writeUsersFile(usersFile, setDisabled(fx.data, 'alice', true));
+    await vi.waitFor(() => expect(provider.isActive({ sub: fx.data.users.alice!.id })).toBe(false), { timeout: 5_000, interval: 50 });
+  });
+
+  it('notices a users file created after start', async () => {
+    usersFile = join(dir, 'later.yaml');
+    const provider = await open(true);
+    await writeUsersFile(usersFile, fx.data);
+    await vi.waitFor(async () => expect(await provider.authenticate('bob', PASSWORDS.bob)).not.toBeNull(), { timeout: 5_000, interval: 100 });
+  });
+
+  it('does not watch without `watch`, nor after close', async () => {
+    const unwatched = await open(false);
+    const watched = await open(true);
+    await watched.close();
+    await writeUsersFile(usersFile, removeUser(fx.data, 'bob'));
+    // Three polling intervals: a watcher that was still running would have reloaded by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    for (const provider of [unwatched, watched]) {
+      expect(provider.isActive({ sub: fx.data.users.bob!.id })).toBe(true);
+    }
+    expect(logs.entries().some((e) => String(e.msg).includes('reloaded'))).toBe(false);
+  });
+});
+
+describe('timing', () => {
+  it('spends as long on an unknown user as on a wrong password', async () => {
+    const timedPassword = 'timed-password-1';
+    await writeUsersFile(usersFile, addUser(fx.data, 'timed', await hashPassword(timedPassword, DEFAULT_SCRYPT_PARAMS)));
+    const provider = await open();
+    const wrongPassword: number[] = [];
+    const unknownUser: number[] = [];
+    const time = async (samples: number[], username: string): Promise<void> => {
+      const start = performance.now();
+      expect(await provider.authenticate(username, 'wrong-password-1')).toBeNull();
+      samples.push(performance.now() - start);
+    };
+    // Warm-up, then interleaved so a busy moment of the machine hits both alike.
+    await time([], 'timed');
+    await time([], 'nobody');
+    for (let i = 0; i < 7; i++) {
+      await time(wrongPassword, 'timed');
+      await time(unknownUser, `nobody-${i}`);
+    }
+    expect(median(unknownUser)).toBeGreaterThanOrEqual(0.5 * median(wrongPassword));
+  });
+});
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+function parseSecretOf(key: string): string {
+  return key.slice('ghk_0123456789abcdef_'.length);
+}
