@@ -1,0 +1,112 @@
+// Signs the tokens of a session. A login gets an access token and a refresh
+// token; a refresh gets a new access token and keeps its refresh token
+// (spec 5.7: refresh tokens are not rotated). No token outlives its session.
+import { randomUUID } from 'node:crypto';
+import { SignJWT } from 'jose';
+import type { SessionRecord } from '../store/store.js';
+import type { KeySet } from './keyset.js';
+import { TokenError, type TokenClaims, type TokenSet, type TokenType } from './types.js';
+
+export interface TokenIssuerOptions {
+  keys: KeySet;
+  issuer: string;
+  audience: string;
+  accessTokenTtlS: number;
+  refreshTokenTtlS: number;
+}
+
+/**
+ * The issuer as tokens and discovery name it. OpenID Connect Discovery 4.3
+ * compares the two exactly, and a URL-valued config may well end in a slash.
+ */
+export function canonicalIssuer(issuer: string): string {
+  return issuer.replace(/\/+$/, '');
+}
+
+/** The claims a session's tokens share; `iat`, `exp`, `jti` and `typ` differ per token. */
+type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr'>;
+
+export class TokenIssuer {
+  readonly #keys: KeySet;
+  readonly #issuer: string;
+  readonly #audience: string;
+  readonly #accessTokenTtlS: number;
+  readonly #refreshTokenTtlS: number;
+
+  constructor(options: TokenIssuerOptions) {
+    this.#keys = options.keys;
+    this.#issuer = canonicalIssuer(options.issuer);
+    this.#audience = options.audience;
+    this.#accessTokenTtlS = options.accessTokenTtlS;
+    this.#refreshTokenTtlS = options.refreshTokenTtlS;
+  }
+
+  /** A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime). */
+  async issueTokenSet(session: SessionRecord, now = Date.now()): Promise<TokenSet> {
+    const iat = epochSeconds(now);
+    const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS);
+    if (refreshExp <= iat) throw new TokenError('session expired');
+    const accessExp = Math.min(iat + this.#accessTokenTtlS, refreshExp);
+    const claims: SessionClaims = {
+      sub: session.sub,
+      sid: session.sid,
+      preferred_username: session.username,
+      amr: [session.method],
+    };
+    const [accessToken, refreshToken] = await Promise.all([
+      this.#sign(claims, 'Bearer', iat, accessExp),
+      this.#sign(claims, 'Refresh', iat, refreshExp),
+    ]);
+    return {
+      access_token: accessToken,
+      expires_in: accessExp - iat,
+      refresh_expires_in: refreshExp - iat,
+      refresh_token: refreshToken,
+      token_type: 'bearer',
+    };
+  }
+
+  /**
+   * A refresh: a new access token for the same session, and the same refresh
+   * token back. `refresh` must be the verified claims of `refreshToken`.
+   * Throws TokenError('token expired') when the refresh token has no whole
+   * second left (the verifier's clock tolerance can let such a token through).
+   */
+  async refreshTokenSet(refresh: TokenClaims, refreshToken: string, now = Date.now()): Promise<TokenSet> {
+    if (refresh.typ !== 'Refresh') throw new TokenError('wrong token type');
+    const iat = epochSeconds(now);
+    if (refresh.exp <= iat) throw new TokenError('token expired');
+    const accessExp = Math.min(iat + this.#accessTokenTtlS, refresh.exp);
+    const claims: SessionClaims = {
+      sub: refresh.sub,
+      sid: refresh.sid,
+      preferred_username: refresh.preferred_username,
+      amr: [...refresh.amr],
+    };
+    return {
+      access_token: await this.#sign(claims, 'Bearer', iat, accessExp),
+      expires_in: accessExp - iat,
+      refresh_expires_in: refresh.exp - iat,
+      refresh_token: refreshToken,
+      token_type: 'bearer',
+    };
+  }
+
+  async #sign(claims: SessionClaims, typ: TokenType, iat: number, exp: number): Promise<string> {
+    // Read per token: a rotation picked up from disk applies to the very next one.
+    const { kid, alg, key } = this.#keys.signingKey();
+    return new SignJWT({ typ, sid: claims.sid, preferred_username: claims.preferred_username, amr: claims.amr })
+      .setProtectedHeader({ alg, kid, typ: 'JWT' })
+      .setIssuer(this.#issuer)
+      .setSubject(claims.sub)
+      .setAudience(this.#audience)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(randomUUID())
+      .sign(key);
+  }
+}
+
+function epochSeconds(ms: number): number {
+  return Math.floor(ms / 1000);
+}

@@ -1,0 +1,43 @@
+// The shapes of what the token issuer hands out and the verifier accepts.
+import type { AuthMethod } from '../store/store.js';
+
+/** The `typ` claim: `Bearer` for access tokens, `Refresh` for refresh tokens. */
+export type TokenType = 'Bearer' | 'Refresh';
+
+export interface TokenClaims {
+  iss: string;
+  sub: string;
+  aud: string;
+  iat: number;
+  exp: number;
+  jti: string;
+  typ: TokenType;
+  /** The login session; logout ends every token that carries it. */
+  sid: string;
+  preferred_username: string;
+  /** How the login proved the user (RFC 8176 style): `pwd` or `api_key`. */
+  amr: AuthMethod[];
+}
+
+/** Spec 2.1: the body of a successful login or refresh. */
+export interface TokenSet {
+  access_token: string;
+  expires_in: number;
+  refresh_expires_in: number;
+  refresh_token: string;
+  token_type: 'bearer';
+}
+
+/**
+ * Why a token was refused. `reason` is safe to show a client (it never holds
+ * the token or key material); `cause` keeps the jose error for the log.
+ */
+export class TokenError extends Error {
+  readonly reason: string;
+
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(reason, options);
+    this.name = 'TokenError';
+    this.reason = reason;
+  }
+}

@@ -1,0 +1,111 @@
+// What a standard client needs to trust our tokens without talking to us
+// first: the public signing keys (RFC 7517) and the discovery document
+// (OpenID Connect Discovery 1.0 / RFC 8414) that names them.
+import type { FastifyPluginAsync } from 'fastify';
+import fp from 'fastify-plugin';
+import type { JWK } from 'jose';
+import type { SigningAlgorithm, TokensConfig } from '../config/schema.js';
+import { canonicalIssuer } from './issuer.js';
+import type { KeySet } from './keyset.js';
+
+export interface WellKnownRoutesOptions {
+  keys: KeySet;
+  tokens: TokensConfig;
+}
+
+export const JWKS_PATH = '/.well-known/jwks.json';
+export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
+export const TOKEN_ENDPOINT_PATH = '/oauth/token';
+
+/** Keys change only on rotation, and a verifier that misses a new key refetches on its unknown `kid`. */
+const CACHE_CONTROL = 'public, max-age=300';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** Exactly the claims the issuer puts into every token (TokenClaims). */
+export const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'] as const;
+
+export interface OpenIdConfiguration {
+  issuer: string;
+  jwks_uri: string;
+  token_endpoint: string;
+  grant_types_supported: string[];
+  token_endpoint_auth_methods_supported: string[];
+  token_endpoint_auth_signing_alg_values_supported: SigningAlgorithm[];
+  response_types_supported: string[];
+  subject_types_supported: string[];
+  id_token_signing_alg_values_supported: SigningAlgorithm[];
+  claims_supported: string[];
+}
+
+export function openIdConfiguration(issuer: string, algorithms: readonly SigningAlgorithm[]): OpenIdConfiguration {
+  const base = canonicalIssuer(issuer);
+  return {
+    issuer: base,
+    jwks_uri: `${base}${JWKS_PATH}`,
+    token_endpoint: `${base}${TOKEN_ENDPOINT_PATH}`,
+    grant_types_supported: ['password', 'refresh_token'],
+    // Public clients: the token endpoint takes no client authentication.
+    token_endpoint_auth_methods_supported: ['none'],
+    token_endpoint_auth_signing_alg_values_supported: [...algorithms],
+    response_types_supported: ['token'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [...algorithms],
+    claims_supported: [...CLAIMS_SUPPORTED],
+  };
+}
+
+/** What a published key may hold: its public members and how to use it. Everything else stays home. */
+const PUBLISHED_MEMBERS: Readonly<Record<string, readonly string[]>> = {
+  OKP: ['kty', 'crv', 'x', 'kid', 'alg', 'use'],
+  EC: ['kty', 'crv', 'x', 'y', 'kid', 'alg', 'use'],
+  RSA: ['kty', 'n', 'e', 'kid', 'alg', 'use'],
+};
+
+/**
+ * The JWKS document. KeySet.publicJwks already holds public members only;
+ * picking them again here means a private member can reach this endpoint
+ * only through two mistakes, not one.
+ */
+export function jwksDocument(jwks: { keys: readonly JWK[] }): { keys: JWK[] } {
+  const keys: JWK[] = [];
+  for (const key of jwks.keys) {
+    const members = typeof key.kty === 'string' && Object.hasOwn(PUBLISHED_MEMBERS, key.kty) ? PUBLISHED_MEMBERS[key.kty]! : [];
+    if (members.length === 0) continue;
+    const source = key as Record<string, unknown>;
+    const published: Record<string, unknown> = {};
+    for (const member of members) if (source[member] !== undefined) published[member] = source[member];
+    keys.push(published as JWK);
+  }
+  return { keys };
+}
+
+/**
+ * Serialises a document once per change of its source. The key set hands out
+ * the same objects until a rotation, so identity is the change signal.
+ */
+function memoizedJson<S extends object>(build: (source: S) => unknown): (source: S) => string {
+  let last: S | undefined;
+  let json = '';
+  return (source) => {
+    if (source !== last) {
+      json = JSON.stringify(build(source));
+      last = source;
+    }
+    return json;
+  };
+}
+
+const wellKnownRoutesPlugin: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, { keys, tokens }) => {
+  const jwksJson = memoizedJson(jwksDocument);
+  const configurationJson = memoizedJson((algorithms: SigningAlgorithm[]) => openIdConfiguration(tokens.issuer, algorithms));
+
+  fastify.get(JWKS_PATH, async (_request, reply) => {
+    return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(jwksJson(keys.publicJwks()));
+  });
+
+  fastify.get(OPENID_CONFIGURATION_PATH, async (_request, reply) => {
+    return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(configurationJson(keys.algorithms()));
+  });
+};
+
+export const wellKnownRoutes = fp(wellKnownRoutesPlugin, { name: 'gatehouse-well-known', fastify: '5.x' });
