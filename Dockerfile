@@ -1,0 +1,28 @@
+# syntax=docker/dockerfile:1
+# Build stage: compile TypeScript with the dev dependencies, then drop them.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+# Runtime stage: production dependencies and compiled code only, as a non-root user.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    GATEHOUSE_CONFIG=/etc/gatehouse/gatehouse.yaml
+WORKDIR /app
+COPY --from=build --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+COPY package.json ./
+COPY config/container.yaml /etc/gatehouse/gatehouse.yaml
+RUN mkdir -p /var/lib/gatehouse && chown node:node /var/lib/gatehouse
+# Config and users are mounted read-only; the key set lives on its own volume.
+VOLUME ["/etc/gatehouse", "/var/lib/gatehouse"]
+USER node
+EXPOSE 8080 9090
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "dist/main.js"]
+CMD ["start"]

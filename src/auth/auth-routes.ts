@@ -1,0 +1,67 @@
+// Spec 4.1 and 4.2, plus logout: the gateway's JSON authentication endpoints.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { acceptJsonBodiesOnly } from '../http/json-body.js';
+import type { AuthService } from './auth-service.js';
+import { bearerToken } from './bearer.js';
+import type { TokenSet } from '../tokens/types.js';
+
+export interface AuthRoutesOptions {
+  auth: AuthService;
+  bodyLimitBytes: number;
+}
+
+const TOKEN_SET_RESPONSE = {
+  type: 'object',
+  properties: {
+    access_token: { type: 'string' },
+    expires_in: { type: 'integer' },
+    refresh_expires_in: { type: 'integer' },
+    refresh_token: { type: 'string' },
+    token_type: { type: 'string' },
+  },
+} as const;
+
+const LOGIN_BODY = {
+  type: 'object',
+  required: ['username', 'password'],
+  properties: {
+    username: { type: 'string', minLength: 1, maxLength: 256 },
+    password: { type: 'string', minLength: 1, maxLength: 1024 },
+  },
+} as const;
+
+const REFRESH_BODY = {
+  type: 'object',
+  required: ['refresh_token'],
+  properties: { refresh_token: { type: 'string', minLength: 1, maxLength: 8192 } },
+} as const;
+
+/** RFC 6749 5.1: token responses must not be cached anywhere. */
+export function sendTokenSet(reply: FastifyReply, tokens: TokenSet): FastifyReply {
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
+}
+
+export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
+  const { auth, bodyLimitBytes } = options;
+  // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
+  acceptJsonBodiesOnly(app);
+
+  app.post<{ Body: { username: string; password: string } }>(
+    '/api/v1/auth/login',
+    { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
+    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password)),
+  );
+
+  app.post<{ Body: { refresh_token: string } }>(
+    '/api/v1/auth/refresh',
+    { bodyLimit: bodyLimitBytes, schema: { body: REFRESH_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
+    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token)),
+  );
+
+  // Ends the session of the bearer token (access or refresh): no body needed.
+  app.post('/api/v1/auth/logout', { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const claims = await auth.authenticateBearer(bearerToken(request.headers));
+    await auth.logout(claims);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,27 @@
+// Reads the bearer token of a request (RFC 6750 2.1). The check of the token
+// itself belongs to the AuthService (gateway endpoints) or the proxy's cached
+// verifier (hot path); both share this parsing and its errors.
+import type { IncomingHttpHeaders } from 'node:http';
+import { gatehouseError } from '../http/errors.js';
+
+// b64token of RFC 6750, bounded so a giant header costs nothing to refuse.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]{1,8192}=*) *$/i;
+
+export function bearerToken(headers: IncomingHttpHeaders): string {
+  const header = headers.authorization;
+  if (header === undefined || header === '') {
+    throw gatehouseError('missing_bearer_token', { headers: { 'www-authenticate': bearerChallenge() } });
+  }
+  const match = BEARER.exec(header);
+  if (!match) {
+    const reason = 'Authorization header is not a bearer token';
+    throw gatehouseError('invalid_bearer_token', { reason, headers: { 'www-authenticate': bearerChallenge(reason) } });
+  }
+  return match[1]!;
+}
+
+/** RFC 6750 3: the challenge sent with a 401 for a bearer token that was given. */
+export function bearerChallenge(reason?: string): string {
+  if (reason === undefined) return 'Bearer realm="gatehouse"';
+  return `Bearer realm="gatehouse", error="invalid_token", error_description="${reason.replace(/["\\]/g, '')}"`;
+}

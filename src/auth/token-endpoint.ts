@@ -1,0 +1,101 @@
+// The standard OAuth 2.0 token endpoint (RFC 6749 3.2) named by the discovery
+// document, so stock OAuth/OIDC client libraries work against Gatehouse. It
+// shares AuthService with the spec's JSON endpoints; only the wire format
+// differs: form-encoded requests, RFC 6749 5.2 error objects.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { toGatehouseError } from '../http/error-handler.js';
+import type { GatehouseError } from '../http/errors.js';
+import type { AuthService } from './auth-service.js';
+import { sendTokenSet } from './auth-routes.js';
+
+export const TOKEN_ENDPOINT_PATH = '/oauth/token';
+
+export interface TokenEndpointOptions {
+  auth: AuthService;
+  bodyLimitBytes: number;
+}
+
+class OAuthError extends Error {
+  constructor(readonly error: string, readonly description: string, readonly status = 400) {
+    super(description);
+  }
+}
+
+/** RFC 6749 3.2: parameters sent more than once are an invalid request. */
+function parseForm(body: string): Record<string, string> {
+  const params: Record<string, string> = Object.create(null);
+  for (const [name, value] of new URLSearchParams(body)) {
+    if (name in params) throw new OAuthError('invalid_request', `parameter ${name.slice(0, 64)} is repeated`);
+    params[name] = value;
+  }
+  return params;
+}
+
+function required(params: Record<string, string>, name: string): string {
+  const value = params[name];
+  if (!value) throw new OAuthError('invalid_request', `parameter ${name} is required`);
+  return value;
+}
+
+function toOAuthError(error: unknown): OAuthError {
+  if (error instanceof OAuthError) return error;
+  if ((error as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
+  }
+  const gatehouse: GatehouseError = toGatehouseError(error);
+  switch (gatehouse.code) {
+    case 'invalid_user_credentials':
+      return new OAuthError('invalid_grant', 'invalid user credentials');
+    case 'invalid_refresh_token':
+      return new OAuthError('invalid_grant', 'invalid refresh token');
+    case 'invalid_request':
+      return new OAuthError('invalid_request', gatehouse.reason);
+    default:
+      return gatehouse.expose
+        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status)
+        : new OAuthError(gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error', 'the request could not be served', gatehouse.status);
+  }
+}
+
+function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  return reply
+    .code(error.status)
+    .header('cache-control', 'no-store')
+    .header('pragma', 'no-cache')
+    .send({ error: error.error, error_description: error.description });
+}
+
+export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {
+  const { auth, bodyLimitBytes } = options;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: bodyLimitBytes }, (_request, body, done) => {
+    try {
+      done(null, parseForm(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const oauth = toOAuthError(error);
+    if (oauth.status >= 500) request.log.error({ err: error }, 'token request failed');
+    else request.log.info({ error: oauth.error }, 'token request refused');
+    return sendOAuthError(reply, oauth);
+  });
+
+  app.post<{ Body: Record<string, string> }>(TOKEN_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const params = request.body;
+    if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
+    switch (params.grant_type) {
+      case 'password':
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password')));
+      case 'refresh_token':
+        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token')));
+      case undefined:
+      case '':
+        throw new OAuthError('invalid_request', 'parameter grant_type is required');
+      default:
+        throw new OAuthError('unsupported_grant_type', 'supported grant types: password, refresh_token');
+    }
+  });
+}

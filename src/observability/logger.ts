@@ -1,0 +1,87 @@
+// One pino logger for the whole process. Secrets never reach it: request
+// headers are not serialised at all, query parameters that look like
+// credentials are masked, and redaction paths catch the rest as a second line
+// of defence.
+import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import type { Config } from '../config/schema.js';
+
+export type { Logger } from 'pino';
+
+export const REDACTED = '[REDACTED]';
+
+/** Field names that hold a credential wherever they appear in a log object. */
+export const REDACT_PATHS = [
+  'password',
+  '*.password',
+  'access_token',
+  '*.access_token',
+  'refresh_token',
+  '*.refresh_token',
+  'apiKey',
+  '*.apiKey',
+  'token',
+  '*.token',
+  'secret',
+  '*.secret',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["proxy-authorization"]',
+  'res.headers["set-cookie"]',
+];
+
+const SECRET_QUERY_PARAM = /token|password|passwd|secret|key|code|assertion|credential|signature/i;
+
+/** The URL as logged: credential-like query values are masked, the rest kept for debugging. */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const params = url.slice(q + 1).split('&');
+  const masked = params.map((pair) => {
+    const eq = pair.indexOf('=');
+    const name = eq === -1 ? pair : pair.slice(0, eq);
+    let decoded = name;
+    try {
+      decoded = decodeURIComponent(name);
+    } catch {
+      // keep the raw name: a malformed escape is itself worth seeing
+    }
+    return eq !== -1 && SECRET_QUERY_PARAM.test(decoded) ? `${name}=${REDACTED}` : pair;
+  });
+  return `${url.slice(0, q)}?${masked.join('&')}`;
+}
+
+interface SerializableRequest {
+  id?: unknown;
+  method?: string;
+  url?: string;
+  ip?: string;
+  socket?: { remoteAddress?: string };
+}
+
+const serializers = {
+  req(req: SerializableRequest) {
+    return {
+      id: req.id,
+      method: req.method,
+      url: typeof req.url === 'string' ? redactUrl(req.url) : undefined,
+      remoteAddress: req.ip ?? req.socket?.remoteAddress,
+    };
+  },
+  res(res: { statusCode?: number }) {
+    return { statusCode: res.statusCode };
+  },
+  err: pino.stdSerializers.err,
+};
+
+export function loggerOptions(config: Pick<Config, 'log'>): LoggerOptions {
+  return {
+    level: config.log.level,
+    redact: { paths: REDACT_PATHS, censor: REDACTED },
+    serializers,
+    base: { service: 'gatehouse' },
+  };
+}
+
+export function createLogger(config: Pick<Config, 'log'>, destination?: DestinationStream): Logger {
+  return destination ? pino(loggerOptions(config), destination) : pino(loggerOptions(config));
+}

@@ -1,0 +1,132 @@
+// Starts a real Gatehouse on loopback for a test: temp users file, temp keys,
+// port 0 unless the test needs a known port (the OIDC issuer URL).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGateway, type Gateway } from '../../src/app.js';
+import { parseConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { generateApiKey } from '../../src/identity/api-keys.js';
+import { hashPassword } from '../../src/identity/passwords.js';
+import { writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
+import type { Store } from '../../src/store/store.js';
+import { logSink, type LogSink } from './log-sink.js';
+
+/** Cheap scrypt parameters: tests are about behaviour, not hashing cost. */
+export const TEST_SCRYPT_PARAMS = { logN: 10, r: 8, p: 1 };
+
+export interface TestUser {
+  name: string;
+  password: string;
+  disabled?: boolean;
+  /** Create this many API keys; their plaintext comes back in `apiKeys`. */
+  apiKeys?: number;
+}
+
+export interface TestGateway {
+  gateway: Gateway;
+  url: string;
+  adminUrl: string | undefined;
+  config: Config;
+  dir: string;
+  usersFile: string;
+  logs: LogSink;
+  /** Plaintext API keys by user name. */
+  apiKeys: Record<string, string[]>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_TEST_USERS: TestUser[] = [
+  { name: 'alice', password: 'alice-password-1', apiKeys: 1 },
+  { name: 'bob', password: 'bob-password-1' },
+  { name: 'mallory', password: 'mallory-password-1', disabled: true },
+];
+
+export async function writeTestUsers(usersFile: string, users: TestUser[]): Promise<Record<string, string[]>> {
+  const data: UsersFileData = { users: {} };
+  const apiKeys: Record<string, string[]> = {};
+  const createdAt = new Date().toISOString();
+  for (const user of users) {
+    const keys = Array.from({ length: user.apiKeys ?? 0 }, () => generateApiKey());
+    apiKeys[user.name] = keys.map((k) => k.key);
+    data.users[user.name] = {
+      id: crypto.randomUUID(),
+      passwordHash: await hashPassword(user.password, TEST_SCRYPT_PARAMS),
+      disabled: user.disabled ?? false,
+      createdAt,
+      apiKeys: keys.map((k) => ({ id: k.keyId, hash: k.hash, createdAt })),
+    };
+  }
+  await writeUsersFile(usersFile, data);
+  return apiKeys;
+}
+
+export interface StartOptions {
+  users?: TestUser[];
+  /** Deep-merged over the test defaults, section by section. */
+  config?: Record<string, Record<string, unknown> | unknown[]>;
+  store?: Store;
+  port?: number;
+}
+
+export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
+  const dir = await mkdtemp(join(tmpdir(), 'gatehouse-test-'));
+  const usersFile = join(dir, 'users.yaml');
+  const apiKeys = await writeTestUsers(usersFile, options.users ?? DEFAULT_TEST_USERS);
+  const port = options.port ?? 0;
+  const overrides = options.config ?? {};
+  const raw = {
+    server: { host: '127.0.0.1', port, ...overrides.server },
+    admin: { host: '127.0.0.1', port: 0, ...overrides.admin },
+    log: { level: 'trace', ...overrides.log },
+    store: { ...overrides.store },
+    identity: { provider: 'local', usersFile, ...overrides.identity },
+    tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
+    routes: overrides.routes ?? [],
+  };
+  const config = parseConfig(raw, { baseDir: dir, env: {} });
+  const logs = logSink();
+  const gateway = await createGateway(config, { logger: logs.logger, ...(options.store ? { store: options.store } : {}) });
+  const { url, adminUrl } = await gateway.listen();
+  return {
+    gateway,
+    url,
+    adminUrl,
+    config,
+    dir,
+    usersFile,
+    logs,
+    apiKeys,
+    async close() {
+      await gateway.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export interface TokenSetBody {
+  access_token: string;
+  refresh_token: string;
+  expires_in: number;
+  refresh_expires_in: number;
+  token_type: string;
+}
+
+export async function login(url: string, username: string, password: string): Promise<TokenSetBody> {
+  const response = await postJson(`${url}/api/v1/auth/login`, { username, password });
+  if (response.status !== 200) throw new Error(`login failed: ${response.status} ${await response.text()}`);
+  return (await response.json()) as TokenSetBody;
+}
+
+/** The payload of a JWT, unverified (tests read what the gateway issued). */
+export function jwtPayload(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+}
