@@ -3,6 +3,7 @@
 // (see create-store.ts, which warns when this one is chosen).
 import { pino, type Logger } from 'pino';
 import type { RevocationListener, SessionRecord, Store } from './store.js';
+import { Listeners } from './listeners.js';
 
 export interface MemoryStoreOptions {
   /** How often expired sessions are dropped; reads hide them in between. */
@@ -17,12 +18,13 @@ export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
 
   private readonly sessions = new Map<string, SessionRecord>();
-  private readonly listeners = new Set<RevocationListener>();
   private readonly logger: Logger;
+  private readonly revocations: Listeners<string>;
   private readonly sweepTimer: NodeJS.Timeout;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.logger = options.logger ?? pino({ enabled: false });
+    this.revocations = new Listeners<string>('session revocation', this.logger);
     // Without the sweep, sessions that are never read again (the common case:
     // a user simply stops coming back) would stay in memory for ever.
     this.sweepTimer = setInterval(() => this.sweepExpired(), options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
@@ -57,38 +59,21 @@ export class MemoryStore implements Store {
     if (session === undefined) return false;
     this.sessions.delete(sid);
     if (isExpired(session)) return false;
-    this.notifyRevoked(sid);
+    this.revocations.emit(sid);
     return true;
   }
 
   onSessionRevoked(listener: RevocationListener): () => void {
-    // A wrapper per registration, so registering one function twice gives
-    // two independent subscriptions, each removed by its own function.
-    const registration: RevocationListener = (sid) => listener(sid);
-    this.listeners.add(registration);
-    return () => {
-      this.listeners.delete(registration);
-    };
+    return this.revocations.add(listener);
   }
 
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
-    this.listeners.clear();
+    this.revocations.clear();
   }
 
-  private notifyRevoked(sid: string): void {
-    for (const listener of [...this.listeners]) {
-      // One faulty listener must neither hide the revocation from the others
-      // nor turn a completed revocation into a failed request.
-      try {
-        listener(sid);
-      } catch (error) {
-        this.logger.error({ err: error }, 'session revocation listener threw');
-      }
-    }
-  }
 
   private sweepExpired(): void {
     const now = Date.now();

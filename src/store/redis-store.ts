@@ -11,6 +11,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
 import type { RevocationListener, SessionRecord, Store } from './store.js';
+import { Listeners } from './listeners.js';
 
 export type RedisClient = Redis | Cluster;
 
@@ -47,8 +48,8 @@ export class RedisStore implements Store {
   private readonly keyPrefix: string;
   private readonly revocationChannel: string;
   private readonly logger: Logger;
+  private readonly revocations: Listeners<string>;
   private readonly operationTimeoutMs: number;
-  private readonly listeners = new Set<RevocationListener>();
   private readonly subscribed: Promise<void>;
   private closed = false;
 
@@ -58,13 +59,14 @@ export class RedisStore implements Store {
     this.keyPrefix = options.keyPrefix;
     this.revocationChannel = `${options.keyPrefix}revocations`;
     this.logger = options.logger ?? pino({ enabled: false });
+    this.revocations = new Listeners<string>('session revocation', this.logger);
     this.operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
 
     this.subscriber = duplicateForSubscribing(client);
     this.watchConnection(this.client, 'commands');
     this.watchConnection(this.subscriber, 'revocations');
     this.subscriber.on('message', (channel: string, sid: string) => {
-      if (channel === this.revocationChannel) this.notifyRevoked(sid);
+      if (channel === this.revocationChannel) this.revocations.emit(sid);
     });
     this.subscribed = new Promise((resolve) => this.subscribeToRevocations(resolve));
   }
@@ -99,16 +101,12 @@ export class RedisStore implements Store {
     // Our own subscriber will hear the announcement too, a moment later; the
     // caller must not wait for that round trip. Listeners must take a repeated
     // sid calmly, so the echo is harmless.
-    this.notifyRevoked(sid);
+    this.revocations.emit(sid);
     return true;
   }
 
   onSessionRevoked(listener: RevocationListener): () => void {
-    const registration: RevocationListener = (sid) => listener(sid);
-    this.listeners.add(registration);
-    return () => {
-      this.listeners.delete(registration);
-    };
+    return this.revocations.add(listener);
   }
 
   async ping(): Promise<void> {
@@ -118,7 +116,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.listeners.clear();
+    this.revocations.clear();
     await Promise.all([quitOrDisconnect(this.subscriber), quitOrDisconnect(this.client)]);
   }
 
@@ -170,15 +168,6 @@ export class RedisStore implements Store {
     );
   }
 
-  private notifyRevoked(sid: string): void {
-    for (const listener of [...this.listeners]) {
-      try {
-        listener(sid);
-      } catch (error) {
-        this.logger.error({ err: error }, 'session revocation listener threw');
-      }
-    }
-  }
 
   private watchConnection(connection: RedisClient, role: 'commands' | 'revocations'): void {
     let lastWarningAt = -Infinity;
