@@ -24,3 +24,11 @@ export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
 
 export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;
+export const DEFAULT_TARGET_DOWN_MS = 5_000;
+export const DEFAULT_MAX_SOCKETS_PER_TARGET = 256;
+
+export const DEFAULT_SUBJECT_HEADER = 'x-gatehouse-subject';
+export const DEFAULT_USERNAME_HEADER = 'x-gatehouse-username';
+export const DEFAULT_SESSION_HEADER = 'x-gatehouse-session';
+export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
+export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';

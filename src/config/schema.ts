@@ -80,6 +80,27 @@ export const RouteSchema = z.strictObject({
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
   /** Absent: no limit (bodies stream through; nothing is buffered). */
   bodyLimitBytes: positiveInt.optional(),
+  /** Close a proxied WebSocket when the token that opened it expires. */
+  closeWebSocketOnExpiry: z.boolean().default(true),
+});
+
+const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, { error: 'must be an HTTP header name (letters, digits, -)' });
+
+export const ProxySchema = z.strictObject({
+  /** Headers that tell a backend who the caller is; any client-sent copy is removed. */
+  identityHeaders: z
+    .strictObject({
+      subject: headerName.default(d.DEFAULT_SUBJECT_HEADER),
+      username: headerName.default(d.DEFAULT_USERNAME_HEADER),
+      session: headerName.default(d.DEFAULT_SESSION_HEADER),
+      tokenType: headerName.default(d.DEFAULT_TOKEN_TYPE_HEADER),
+      authMethod: headerName.default(d.DEFAULT_AUTH_METHOD_HEADER),
+    })
+    .prefault({}),
+  /** How long a target that refused connections is skipped before it is tried again. */
+  targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
+  /** Keep-alive sockets per upstream target. */
+  maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
 });
 
 export const ConfigSchema = z.strictObject({
@@ -89,6 +110,7 @@ export const ConfigSchema = z.strictObject({
   store: StoreSchema.prefault({}),
   identity: IdentitySchema,
   tokens: TokensSchema,
+  proxy: ProxySchema.prefault({}),
   routes: z.array(RouteSchema).default([]),
 });
 
@@ -100,4 +122,6 @@ export type StoreConfig = Config['store'];
 export type IdentityConfig = Config['identity'];
 export type TokensConfig = Config['tokens'];
 export type RouteConfig = Config['routes'][number];
+export type ProxyConfig = Config['proxy'];
+export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

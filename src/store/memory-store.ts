@@ -67,6 +67,11 @@ export class MemoryStore implements Store {
     return this.revocations.add(listener);
   }
 
+  /** One process, no feed to interrupt: never called. */
+  onRevocationFeedResumed(_listener: () => void): () => void {
+    return () => {};
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {

@@ -49,6 +49,7 @@ export class RedisStore implements Store {
   private readonly revocationChannel: string;
   private readonly logger: Logger;
   private readonly revocations: Listeners<string>;
+  private readonly feedResumed: Listeners<void>;
   private readonly operationTimeoutMs: number;
   private readonly subscribed: Promise<void>;
   private closed = false;
@@ -60,6 +61,7 @@ export class RedisStore implements Store {
     this.revocationChannel = `${options.keyPrefix}revocations`;
     this.logger = options.logger ?? pino({ enabled: false });
     this.revocations = new Listeners<string>('session revocation', this.logger);
+    this.feedResumed = new Listeners<void>('revocation feed', this.logger);
     this.operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
 
     this.subscriber = duplicateForSubscribing(client);
@@ -68,6 +70,7 @@ export class RedisStore implements Store {
     this.subscriber.on('message', (channel: string, sid: string) => {
       if (channel === this.revocationChannel) this.revocations.emit(sid);
     });
+    this.watchRevocationFeed();
     this.subscribed = new Promise((resolve) => this.subscribeToRevocations(resolve));
   }
 
@@ -109,6 +112,10 @@ export class RedisStore implements Store {
     return this.revocations.add(listener);
   }
 
+  onRevocationFeedResumed(listener: () => void): () => void {
+    return this.feedResumed.add(listener);
+  }
+
   async ping(): Promise<void> {
     await this.run(() => this.client.ping());
   }
@@ -117,6 +124,7 @@ export class RedisStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.revocations.clear();
+    this.feedResumed.clear();
     await Promise.all([quitOrDisconnect(this.subscriber), quitOrDisconnect(this.client)]);
   }
 
@@ -168,6 +176,26 @@ export class RedisStore implements Store {
     );
   }
 
+  /**
+   * While the subscriber is disconnected, revocations published by other
+   * instances are lost (pub/sub keeps no backlog). When it is back, listeners
+   * are told so they can drop whatever they cached meanwhile.
+   */
+  private watchRevocationFeed(): void {
+    let wasReady = false;
+    let interrupted = false;
+    this.subscriber.on('ready', () => {
+      if (interrupted && !this.closed) {
+        this.logger.info('revocation feed resumed; cached token checks are dropped');
+        this.feedResumed.emit();
+      }
+      wasReady = true;
+      interrupted = false;
+    });
+    this.subscriber.on('close', () => {
+      if (wasReady) interrupted = true;
+    });
+  }
 
   private watchConnection(connection: RedisClient, role: 'commands' | 'revocations'): void {
     let lastWarningAt = -Infinity;

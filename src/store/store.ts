@@ -43,6 +43,14 @@ export interface Store {
    */
   onSessionRevoked(listener: RevocationListener): () => void;
 
+  /**
+   * Called when the feed of revocations from other instances was interrupted
+   * and is flowing again (a Redis reconnect): revocations may have been missed
+   * meanwhile, so anything cached on the strength of them must be dropped.
+   * Never called by a store that has no such feed (in-memory).
+   */
+  onRevocationFeedResumed(listener: () => void): () => void;
+
   /** Resolves when the store answers; rejects otherwise (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

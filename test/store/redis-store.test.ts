@@ -196,6 +196,20 @@ describe('RedisStore when Redis fails', () => {
     expect(await store.getSession(untouched.sid)).toStrictEqual(untouched);
   });
 
+  it('tells its listeners when the revocation feed resumes after an outage, and only then', async () => {
+    let resumed = 0;
+    peer.onRevocationFeedResumed(() => {
+      resumed += 1;
+    });
+    await sleep(300);
+    expect(resumed).toBe(0); // a first connection is no resumption
+    await server.stop();
+    await sleep(300);
+    expect(resumed).toBe(0);
+    await server.start();
+    await vi.waitFor(() => expect(resumed).toBe(1), { timeout: 10_000, interval: 50 });
+  });
+
   it('works again once Redis is back, and a peer hears revocations again (resubscribed)', async () => {
     await server.stop();
     expectStoreUnavailable((await Promise.allSettled([store.ping()]))[0]!);
