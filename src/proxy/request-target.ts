@@ -1,0 +1,213 @@
+// Turns the request target of an incoming request into the one canonical path
+// that is routed, authenticated and forwarded. Routing and the upstream must
+// see the same path: any disagreement between the gateway's idea of the path
+// and the upstream's (`..`, `%2e%2e`, `//`, `\`) is a way around a route's
+// auth. So the gateway never forwards what the client sent, only this.
+//
+// One pass over the path, no allocation unless something has to change (a path
+// that is already canonical comes back as the very same string). Dot segments
+// are resolved in a second, rare step.
+import { gatehouseError } from '../http/errors.js';
+
+export interface RequestTarget {
+  /** The canonical path: forwarded as is and the one a route is matched against. */
+  readonly path: string;
+  /** `''` or the query starting with `?`, exactly as the client sent it. */
+  readonly query: string;
+  /** The path holds a `%2F`: kept encoded, the route decides whether that is allowed. */
+  readonly encodedSlash: boolean;
+  /** The path held `.` or `..` segments (literal or encoded) that were resolved. */
+  readonly dotSegments: boolean;
+  /** The canonical path before dot segments were resolved; used to detect route escapes. */
+  readonly rawPath: string;
+}
+
+/** Longest path (as sent, before canonicalisation) the gateway accepts. */
+export const MAX_PATH_LENGTH = 8 * 1024;
+
+// Character classes of the path's literal characters (ASCII only; anything
+// above 0x7E is refused before the table is consulted).
+const PLAIN = 0; // pchar other than '.', ';' and '%': kept as is
+const DOT = 1;
+const SLASH = 2;
+const PERCENT = 3;
+const SEMICOLON = 4; // ordinary, but `..;` is how Tomcat & co. spell `..`
+const ENCODE = 5; // printable, yet not allowed in a path: percent-encoded
+const CONTROL = 6;
+const BACKSLASH = 7;
+
+const CLASS = new Uint8Array(128).fill(ENCODE);
+for (let c = 0; c < 0x20; c++) CLASS[c] = CONTROL;
+CLASS[0x7f] = CONTROL;
+for (const ch of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_~!$&'()*+,=:@") CLASS[ch.charCodeAt(0)] = PLAIN;
+CLASS[0x2e] = DOT;
+CLASS[0x2f] = SLASH;
+CLASS[0x25] = PERCENT;
+CLASS[0x3b] = SEMICOLON;
+CLASS[0x5c] = BACKSLASH;
+
+/** Octets whose escape is decoded (RFC 3986 2.3: unreserved characters). */
+const UNRESERVED = new Uint8Array(256);
+for (const ch of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~') UNRESERVED[ch.charCodeAt(0)] = 1;
+
+/** `%XX` with uppercase hex for every octet, so no escape is built per request. */
+const ESCAPE: readonly string[] = Array.from({ length: 256 }, (_, v) => `%${v.toString(16).toUpperCase().padStart(2, '0')}`);
+const CHAR: readonly string[] = Array.from({ length: 128 }, (_, v) => String.fromCharCode(v));
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1; // also for NaN, i.e. past the end of the string
+}
+
+function refuse(reason: string): never {
+  throw gatehouseError('invalid_request', { reason });
+}
+
+// Absolute-form (RFC 9112 3.2.2) as sent to proxies. Only the path is used:
+// routing goes by the Host the caller passes, the upstream gets origin-form.
+const ABSOLUTE_FORM = /^https?:\/\//i;
+
+function pathOfAbsoluteForm(target: string): string {
+  if (!ABSOLUTE_FORM.test(target)) refuse('request target is not a path');
+  const authorityStart = target.indexOf('//') + 2;
+  const slash = target.indexOf('/', authorityStart);
+  const authorityEnd = slash === -1 ? target.length : slash;
+  if (authorityEnd === authorityStart) refuse('request target is not a path');
+  return slash === -1 ? '/' : target.slice(slash);
+}
+
+export function normalizeRequestTarget(rawUrl: string): RequestTarget {
+  // A fragment never belongs in a request; whoever sends one is probing for a
+  // parser that disagrees with ours about where the path ends.
+  if (rawUrl.indexOf('#') !== -1) refuse('fragment in request target');
+
+  const q = rawUrl.indexOf('?');
+  let p = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  const query = q === -1 ? '' : rawUrl.slice(q);
+  if (p.charCodeAt(0) !== 0x2f) p = pathOfAbsoluteForm(p);
+  const len = p.length;
+  if (len > MAX_PATH_LENGTH) refuse('path too long');
+
+  // The canonical path is built lazily: `out` stays undefined while the input
+  // needs no change; `from` is the first input character not yet in `out`.
+  let out: string | undefined;
+  let from = 0;
+  let encodedSlash = false;
+  let dotSegments = false;
+  let prevSlash = false;
+  // The current segment, as decoded: its count of dots and whether it holds anything else.
+  let segDots = 0;
+  let segOther = false;
+
+  for (let i = 0; i < len; ) {
+    const c = p.charCodeAt(i);
+    if (c > 0x7e) {
+      // Node's parser already refuses these; a lenient one would leave us guessing the byte encoding.
+      if (c === 0x7f) refuse('control character in path');
+      refuse('non-ASCII character in path');
+    }
+    switch (CLASS[c]) {
+      case PLAIN:
+        segOther = true;
+        prevSlash = false;
+        i += 1;
+        break;
+      case DOT:
+        segDots += 1;
+        prevSlash = false;
+        i += 1;
+        break;
+      case SLASH:
+        if (prevSlash) {
+          // Upstream frameworks disagree whether `//` is an empty segment; merge it.
+          out = (out ?? '') + p.slice(from, i);
+          from = i + 1;
+        } else {
+          if (!segOther && (segDots === 1 || segDots === 2)) dotSegments = true;
+          segDots = 0;
+          segOther = false;
+          prevSlash = true;
+        }
+        i += 1;
+        break;
+      case PERCENT: {
+        const hi = hexValue(p.charCodeAt(i + 1));
+        const lo = hexValue(p.charCodeAt(i + 2));
+        if (hi < 0 || lo < 0) refuse('malformed percent-encoding in path');
+        const v = hi * 16 + lo;
+        if (v < 0x20 || v === 0x7f) refuse('control character in path');
+        if (v === 0x5c) refuse('backslash in path');
+        if (UNRESERVED[v] === 1) {
+          // `%2e%2e` is `..` and `/%61pi` is `/api`: decode so they are matched as such.
+          out = (out ?? '') + p.slice(from, i) + CHAR[v]!;
+          from = i + 3;
+          if (v === 0x2e) segDots += 1;
+          else segOther = true;
+        } else {
+          if (v === 0x2f) encodedSlash = true;
+          segOther = true;
+          // Only lowercase hex needs rewriting; an uppercase escape is already canonical.
+          if (p.charCodeAt(i + 1) > 0x60 || p.charCodeAt(i + 2) > 0x60) {
+            out = (out ?? '') + p.slice(from, i) + ESCAPE[v]!;
+            from = i + 3;
+          }
+        }
+        prevSlash = false;
+        i += 3;
+        break;
+      }
+      case SEMICOLON:
+        // `/..;x/` is `..` to Tomcat and Jetty but an ordinary segment to us: refuse the disagreement.
+        if (!segOther && (segDots === 1 || segDots === 2)) refuse('dot segment with parameters');
+        segOther = true;
+        prevSlash = false;
+        i += 1;
+        break;
+      case ENCODE:
+        out = (out ?? '') + p.slice(from, i) + ESCAPE[c]!;
+        from = i + 1;
+        segOther = true;
+        prevSlash = false;
+        i += 1;
+        break;
+      case CONTROL:
+        return refuse('control character in path');
+      default:
+        // BACKSLASH: Windows servers and some frameworks read it as a separator.
+        return refuse('backslash in path');
+    }
+  }
+  if (!segOther && (segDots === 1 || segDots === 2)) dotSegments = true;
+
+  const canonical = out === undefined ? p : out + p.slice(from);
+  if (!dotSegments) return { path: canonical, query, encodedSlash, dotSegments, rawPath: canonical };
+  return { path: resolveDotSegments(canonical), query, encodedSlash, dotSegments, rawPath: canonical };
+}
+
+/**
+ * RFC 3986 5.2.4 on a path whose slashes are already merged, except that
+ * climbing above the root is refused instead of clamped: nobody sends that by
+ * mistake.
+ */
+function resolveDotSegments(path: string): string {
+  const segments = path.split('/'); // segments[0] is the '' before the leading slash
+  const kept: string[] = [];
+  let trailingSlash = false;
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i]!;
+    trailingSlash = false;
+    if (segment === '.') {
+      trailingSlash = true;
+    } else if (segment === '..') {
+      if (kept.length === 0) refuse('path climbs above the root');
+      kept.pop();
+      trailingSlash = true;
+    } else {
+      kept.push(segment);
+    }
+  }
+  const resolved = '/' + kept.join('/');
+  return trailingSlash && kept.length > 0 ? resolved + '/' : resolved;
+}
