@@ -1,18 +1,30 @@
 // Assembles Gatehouse in one readable order: state, identity, keys, the
 // services that use them, then the public and admin listeners' plugins.
 // Nothing else knows this file; tests and `main.ts` both start here.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthService } from './auth/auth-service.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
+import { BearerAuthenticator } from './auth/bearer-authenticator.js';
+import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
+import { watchConfigFile } from './config/watch-config.js';
 import { errorHandler } from './http/error-handler.js';
+import { isGatewayPath } from './http/gateway-paths.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { requestId } from './observability/request-id.js';
+import { HttpProxyEngine } from './proxy/engines/http-proxy-engine.js';
+import { UndiciEngine } from './proxy/engines/undici-engine.js';
+import { ProxyHandler } from './proxy/proxy-handler.js';
+import { ProxyRoutes } from './proxy/proxy-routes.js';
+import { HeaderPolicy } from './proxy/upstream-headers.js';
+import { TargetRegistry } from './proxy/upstream-pool.js';
+import { WebSocketProxy } from './proxy/websocket.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import { TokenIssuer } from './tokens/issuer.js';
@@ -24,6 +36,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A store shared with the caller (tests run two gateways on one store). */
   store?: Store;
+  /** The config file, watched for route changes (absent: routes are fixed). */
+  configFile?: string;
 }
 
 export interface Gateway {
@@ -35,6 +49,9 @@ export interface Gateway {
   readonly identity: IdentityProvider;
   readonly keys: KeySet;
   readonly auth: AuthService;
+  readonly bearer: BearerAuthenticator;
+  /** Re-reads the config file and swaps in its routes; a bad file changes nothing. */
+  reloadRoutes(): Promise<boolean>;
   /** Starts both listeners; resolves with the addresses they bound. */
   listen(): Promise<{ url: string; adminUrl: string | undefined }>;
   /** Stops taking connections, finishes what is in flight, releases everything. */
@@ -54,20 +71,67 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     watch: true,
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
+  const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const auth = new AuthService({
     identity,
     store,
     issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
-    verifier: new TokenVerifier({ keys, issuer, audience, clockToleranceS }),
+    verifier,
     refreshTokenTtlS,
     logger,
   });
+  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
 
-  const app = publicListener(config, logger);
+  const registry = new TargetRegistry({ maxSocketsPerTarget: config.proxy.maxSocketsPerTarget });
+  let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
+  const engine = config.proxy.engine === 'undici'
+    ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
+    : new HttpProxyEngine();
+  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
+  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger });
+  const websockets = new WebSocketProxy({ routes: () => routes, bearer, headers, logger });
+
+  const app = publicListener(config, logger, proxy.handle);
+  app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
   await app.register(tokenEndpoint, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
+
+  // What a reload can change: the routes, and how long a failed target is
+  // skipped. Everything else is read once, at start.
+  const reloadable = (c: Config) => JSON.stringify([c.routes, c.proxy.targetDownMs]);
+  const restartOnly = (c: Config) => ({ ...c, routes: [], proxy: { ...c.proxy, targetDownMs: 0 } });
+  let applied = reloadable(config);
+  const running = restartOnly(config);
+
+  /** Re-reads the file; `ifChanged` skips the swap (and its log line) when the routes are the same. */
+  function reload(ifChanged: boolean): boolean {
+    if (!options.configFile) return false;
+    let next: Config;
+    try {
+      next = loadConfig({ file: options.configFile });
+      if (ifChanged && reloadable(next) === applied) return true;
+      routes = ProxyRoutes.compile(next.routes, next.proxy, registry);
+    } catch (error) {
+      const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
+      logger.error({ file: options.configFile, problems }, 'config change refused; the previous routes stay in force');
+      return false;
+    }
+    applied = reloadable(next);
+    logger.info({ file: options.configFile, routes: next.routes.length }, 'routes reloaded');
+    const candidate = restartOnly(next);
+    const ignored = (Object.keys(running) as Array<keyof Config>).filter((key) => JSON.stringify(running[key]) !== JSON.stringify(candidate[key]));
+    if (ignored.length > 0) logger.warn({ file: options.configFile, sections: ignored }, 'config changes outside the routes take effect only after a restart');
+    return true;
+  }
+  async function reloadRoutes(): Promise<boolean> {
+    return reload(false);
+  }
+  const stopWatching = options.configFile ? watchConfigFile(options.configFile, () => void reload(false)) : () => {};
+  // The watcher only sees edits from now on: one made since the config was
+  // loaded (the store, identity and keys take a while) would wait for the next.
+  if (options.configFile) reload(true);
 
   let admin: FastifyInstance | undefined;
   if (config.admin.enabled) {
@@ -85,6 +149,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     identity,
     keys,
     auth,
+    bearer,
+    reloadRoutes,
     async listen() {
       const url = await app.listen({ host: config.server.host, port: config.server.port });
       const adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
@@ -92,7 +158,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return { url, adminUrl };
     },
     async close() {
+      stopWatching();
+      websockets.close();
       await Promise.allSettled([app.close(), admin?.close()]);
+      engine.close();
+      registry.close();
+      bearer.close();
       keys.close();
       await identity.close();
       if (ownStore) await store.close();
@@ -100,10 +171,22 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   };
 }
 
-function publicListener(config: Config, logger: Logger): FastifyInstance {
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * The public listener: Fastify serves the gateway's own endpoints; every
+ * other request goes straight to the proxy's handler on the raw node:http
+ * request, without Fastify's routing and hooks on the hot path.
+ */
+function publicListener(config: Config, logger: Logger, proxy: RequestListener): FastifyInstance {
   const { trustedProxies, apiBodyLimitBytes } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    serverFactory: (fastify: RequestListener) =>
+      createServer((req, res) => {
+        if (isGatewayPath(req.url ?? '/')) fastify(req, res);
+        else proxy(req, res);
+      }),
     genReqId: requestId,
     // One access-log line per request (onResponse below) instead of Fastify's two.
     disableRequestLogging: true,

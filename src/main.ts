@@ -2,7 +2,7 @@
 // The `gatehouse` command: `start` runs the gateway; `users`, `apikeys` and
 // `keys` manage the users file and the signing keys named by the config.
 import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig } from './config/load.js';
+import { ConfigError, configFilePath, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { runApiKeysCommand } from './cli/apikeys.js';
 import { runKeysCommand } from './cli/keys.js';
@@ -69,7 +69,7 @@ export async function main(argv: string[]): Promise<number> {
   const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
   switch (command) {
     case 'start':
-      await runStart(config);
+      await runStart(config, configFilePath(file === undefined ? {} : { file }));
       return -1; // keeps running; the signal handlers decide the exit code
     case 'users':
       return runUsersCommand(commandArgs, { ...io, usersFile: config.identity.usersFile });

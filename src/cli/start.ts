@@ -6,9 +6,9 @@ import { createLogger } from '../observability/logger.js';
 /** How long in-flight requests may take to finish after a stop signal. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
-export async function runStart(config: Config): Promise<void> {
+export async function runStart(config: Config, configFile: string): Promise<void> {
   const logger = createLogger(config);
-  const gateway = await createGateway(config, { logger });
+  const gateway = await createGateway(config, { logger, configFile });
   await gateway.listen();
 
   let stopping = false;
@@ -31,4 +31,6 @@ export async function runStart(config: Config): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // Operators reload routes with SIGHUP too (the file is also watched).
+  process.on('SIGHUP', () => void gateway.reloadRoutes());
 }

@@ -67,6 +67,8 @@ export interface StartOptions {
   config?: Record<string, Record<string, unknown> | unknown[]>;
   store?: Store;
   port?: number;
+  /** Watch this config file for route changes. */
+  configFile?: string;
 }
 
 export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
@@ -82,11 +84,16 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     store: { ...overrides.store },
     identity: { provider: 'local', usersFile, ...overrides.identity },
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
+    proxy: { ...overrides.proxy },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });
   const logs = logSink();
-  const gateway = await createGateway(config, { logger: logs.logger, ...(options.store ? { store: options.store } : {}) });
+  const gateway = await createGateway(config, {
+    logger: logs.logger,
+    ...(options.store ? { store: options.store } : {}),
+    ...(options.configFile ? { configFile: options.configFile } : {}),
+  });
   const { url, adminUrl } = await gateway.listen();
   return {
     gateway,

@@ -1,0 +1,156 @@
+// Forwarding with http-proxy (the design card's engine). The gateway handles
+// the response itself (selfHandleResponse) so the policy side can inspect a
+// 202 before the client sees it; http-proxy does the request half.
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import httpProxy from 'http-proxy';
+import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
+import { AbandonedError, CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
+
+interface Pending {
+  resolve(response: UpstreamResponse): void;
+  options: ForwardOptions;
+}
+
+const PENDING = Symbol('gatehouse.pendingForward');
+type TrackedRequest = IncomingMessage & { [PENDING]?: Pending };
+
+export class HttpProxyEngine implements ForwardingEngine {
+  readonly name = 'http-proxy';
+  // prependPath false + req.url = our path: http-proxy's urlJoin would
+  // otherwise collapse `//` inside the query string too.
+  readonly #proxy = httpProxy.createProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: false, changeOrigin: false });
+
+  constructor() {
+    // http-proxy's `deleteLength` pass sets `content-length: 0` on a DELETE or
+    // OPTIONS without one and drops `transfer-encoding`, then streams the body
+    // anyway: the backend reads that body as a second request (smuggling).
+    // The header policy already frames every body correctly.
+    const passes = this.#proxy as unknown as { webPasses: Array<{ name: string }> };
+    passes.webPasses = passes.webPasses.filter((pass) => pass.name !== 'deleteLength');
+    this.#proxy.on('proxyReq', (proxyReq, req, res) => {
+      const pending = (req as TrackedRequest)[PENDING];
+      if (pending) watch(proxyReq, res, pending.options);
+    });
+    this.#proxy.on('proxyRes', (proxyRes, req) => {
+      const pending = (req as TrackedRequest)[PENDING];
+      if (!pending) return;
+      delete (req as TrackedRequest)[PENDING];
+      pending.resolve({ statusCode: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: proxyRes });
+    });
+  }
+
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse> {
+    return new Promise((resolve, reject) => {
+      (req as TrackedRequest)[PENDING] = { resolve, options };
+      // http-proxy copies req.headers and req.url, synchronously, into the
+      // upstream request; give it exactly ours, then put the client's back: a
+      // retry on the next target builds its headers from the client's again
+      // (built from ours, a trusted X-Forwarded-For would get the peer twice).
+      const { headers: clientHeaders, url: clientUrl } = req;
+      const headers = { ...options.headers };
+      // Node answered `100 Continue` to the client before the request reached
+      // us (the server has no checkContinue listener), so the expectation is
+      // met; and http-proxy does not emit 'proxyReq' for a request carrying
+      // Expect, which would leave it without its connect and response deadlines.
+      delete headers.expect;
+      req.headers = headers as IncomingMessage['headers'];
+      req.url = options.path;
+      const { hostname, port, protocol } = options.target;
+      try {
+        this.#proxy.web(
+          req,
+          res,
+          {
+            target: { protocol, hostname, host: hostname, port },
+            agent: options.target.agent,
+            buffer: options.body,
+          } as httpProxy.ServerOptions,
+          (error: Error) => {
+            delete (req as TrackedRequest)[PENDING];
+            reject(upstreamError(error));
+          },
+        );
+      } finally {
+        req.headers = clientHeaders;
+        req.url = clientUrl;
+      }
+    });
+  }
+
+  close(): void {
+    this.#proxy.close();
+  }
+}
+
+/**
+ * What http-proxy leaves to us for one upstream request: its deadlines, and
+ * abandoning it the moment nobody can use it any more.
+ */
+function watch(proxyReq: ClientRequest, res: ServerResponse, options: ForwardOptions): void {
+  const { connectTimeoutMs, responseTimeoutMs, body } = options;
+  const cleanups: Array<() => void> = [];
+  const settle = () => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  };
+  proxyReq.once('response', settle);
+  proxyReq.once('close', settle);
+
+  // A client that goes away frees the upstream request at once. http-proxy
+  // only listens for the request's 'aborted', which a request whose body was
+  // complete (any GET) never emits: the upstream would be held until it
+  // answered or the response deadline passed. (Once the response has come,
+  // the handler's pipeline does this.)
+  const clientGone = () => {
+    if (!res.writableFinished) proxyReq.destroy(new AbandonedError('the client went away'));
+  };
+  res.once('close', clientGone);
+  cleanups.push(() => res.off('close', clientGone));
+
+  // A body that stops before its end (the body limit cut it off, the client
+  // went away) aborts the upstream request: ended early, it would leave the
+  // upstream waiting for the rest, and the request cannot be completed.
+  if (!body.readableEnded) {
+    const bodyCut = () => {
+      if (!body.readableEnded) proxyReq.destroy(new AbandonedError('the request body was cut off'));
+    };
+    if (body.destroyed) {
+      bodyCut();
+      return;
+    }
+    body.once('close', bodyCut);
+    cleanups.push(() => body.off('close', bodyCut));
+  }
+
+  // http-proxy knows only an idle timeout that cannot be told from a reset;
+  // these two are ours and say which deadline passed.
+  const socket = proxyReq.socket;
+  if (socket && socket.connecting) {
+    const connectTimer = setTimeout(() => proxyReq.destroy(new UpstreamTimeoutError(CONNECT_TIMEOUT, connectTimeoutMs)), connectTimeoutMs);
+    const connected = () => clearTimeout(connectTimer);
+    socket.once('connect', connected);
+    cleanups.push(() => {
+      clearTimeout(connectTimer);
+      socket.off('connect', connected);
+    });
+  }
+
+  // The response deadline counts from when the request has been sent. While
+  // its body is still going up, each chunk restarts the clock: a long upload
+  // is not a late answer (a stalled one still times out).
+  const responseTimer = setTimeout(() => proxyReq.destroy(new UpstreamTimeoutError(RESPONSE_TIMEOUT, responseTimeoutMs)), responseTimeoutMs);
+  cleanups.push(() => clearTimeout(responseTimer));
+  if (!body.readableEnded) {
+    const progress = () => responseTimer.refresh();
+    // Only listens: the body is already piped (and flowing, or paused by backpressure, which this leaves alone).
+    body.on('data', progress);
+    const sent = () => {
+      body.off('data', progress);
+      responseTimer.refresh();
+    };
+    proxyReq.once('finish', sent);
+    cleanups.push(() => {
+      body.off('data', progress);
+      proxyReq.off('finish', sent);
+    });
+  }
+}

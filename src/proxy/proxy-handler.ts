@@ -1,0 +1,220 @@
+// The hot path: every request that is not one of the gateway's own endpoints.
+// It runs on the raw node:http request, outside Fastify, so it pays only for
+// what it does: normalise and route, check the bearer token (a synchronous
+// cache hit in the common case), rewrite headers, stream both ways.
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import { bearerToken } from '../auth/bearer.js';
+import type { Principal } from '../auth/principal.js';
+import { diagnosticsJson } from '../http/diagnostics.js';
+import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { toGatehouseError } from '../http/error-handler.js';
+import { isGatewayPath } from '../http/gateway-paths.js';
+import { accessLogger, redactUrl } from '../observability/logger.js';
+import { requestId as requestIdOf } from '../observability/request-id.js';
+import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
+import type { ForwardingEngine, UpstreamResponse } from './engine.js';
+import type { ProxyRoutes } from './proxy-routes.js';
+import { resolveRoute, type CompiledRoute } from './route-table.js';
+import { isConnectFailure } from './upstream-errors.js';
+import type { HeaderPolicy } from './upstream-headers.js';
+import type { UpstreamTarget } from './upstream-pool.js';
+
+export interface ProxyHandlerOptions {
+  routes: () => ProxyRoutes;
+  bearer: BearerAuthenticator;
+  headers: HeaderPolicy;
+  engine: ForwardingEngine;
+  logger: Logger;
+}
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** As the client sent it (the engine may rewrite req.url). */
+  url: string;
+  requestId: string;
+  /** The routes the request was matched against: its pool comes from the same set, even if a reload lands meanwhile. */
+  routes?: ProxyRoutes;
+  started: number;
+  route?: CompiledRoute;
+  target?: UpstreamTarget;
+  principal?: Principal | null;
+}
+
+export class ProxyHandler {
+  readonly #options: ProxyHandlerOptions;
+  readonly #accessLogger: Logger;
+
+  constructor(options: ProxyHandlerOptions) {
+    this.#options = options;
+    this.#accessLogger = accessLogger(options.logger);
+  }
+
+  /** The node:http request listener for proxied traffic. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const exchange: Exchange = { req, res, url: req.url ?? '/', requestId: requestIdOf(req), started: performance.now() };
+    res.once('close', () => this.#accessLog(exchange));
+    try {
+      this.#route(exchange);
+    } catch (error) {
+      this.#fail(exchange, error);
+    }
+  };
+
+  #route(exchange: Exchange): void {
+    const { req } = exchange;
+    const routes = this.#options.routes();
+    exchange.routes = routes;
+    const { route, target, upstreamPath } = resolveRoute(routes.table, req.method ?? 'GET', req.headers.host, exchange.url);
+    // A gateway endpoint reached through dot segments or doubled slashes is
+    // not proxied (the gateway's own paths are never a backend's).
+    if (isGatewayPath(target.path)) throw gatehouseError('invalid_request', { reason: 'path is not in canonical form' });
+    exchange.route = route;
+    const limit = route.config.bodyLimitBytes;
+    if (limit !== undefined && declaredLengthExceeds(req, limit)) throw gatehouseError('payload_too_large');
+
+    if (route.config.auth === 'none') {
+      exchange.principal = null;
+      this.#forward(exchange, upstreamPath, new Set());
+      return;
+    }
+    const checked = this.#options.bearer.authenticate(bearerToken(req.headers));
+    if (checked instanceof Promise) {
+      checked
+        .then(
+          (principal) => {
+            exchange.principal = principal;
+            this.#forward(exchange, upstreamPath, new Set());
+          },
+          (error: unknown) => this.#fail(exchange, error),
+        )
+        // Never an unhandled rejection (it would take the process down).
+        .catch((error: unknown) => this.#fail(exchange, error));
+    } else {
+      exchange.principal = checked;
+      this.#forward(exchange, upstreamPath, new Set());
+    }
+  }
+
+  #forward(exchange: Exchange, upstreamPath: string, failed: Set<UpstreamTarget>): void {
+    const { req, res, route, routes } = exchange;
+    if (!route || !routes || res.destroyed) return;
+    const pool = routes.pool(route);
+    const now = Date.now();
+    const target = pool.pick(now, failed);
+    if (!target) {
+      this.#fail(exchange, gatehouseError('upstream_unreachable', { reason: 'no upstream target is available' }));
+      return;
+    }
+    exchange.target = target;
+    const { config } = route;
+    const headers = this.#options.headers.requestHeaders(req, {
+      forwardAuthorization: config.forwardAuthorization,
+      principal: exchange.principal ?? null,
+      requestId: exchange.requestId,
+      host: req.headers.host ?? '',
+    });
+    const body = config.bodyLimitBytes !== undefined && hasBody(req)
+      ? bodyLimiter(req, config.bodyLimitBytes, () => this.#fail(exchange, gatehouseError('payload_too_large')))
+      : req;
+
+    this.#options.engine
+      .forward(req, res, {
+        target,
+        path: upstreamPath,
+        headers,
+        body,
+        connectTimeoutMs: config.connectTimeoutMs,
+        responseTimeoutMs: config.responseTimeoutMs,
+      })
+      .then(
+        (upstream) => {
+          pool.markUp(target);
+          this.#respond(exchange, upstream);
+        },
+        (error: unknown) => {
+          // The client went away, or was answered already (a body over the
+          // limit): the engine abandoned the upstream request, there is
+          // nobody to answer, and the target is not to blame.
+          if (res.destroyed || res.writableEnded) return;
+          if (!isConnectFailure(error)) {
+            this.#fail(exchange, error);
+            return;
+          }
+          pool.markDown(target, Date.now());
+          this.#options.logger.warn({ reqId: exchange.requestId, upstream: target.origin, route: route.name }, 'upstream target marked down');
+          // Nothing reached the target: a request without a body can go to the next one.
+          failed.add(target);
+          if (!hasBody(req) && failed.size < pool.targets.length) this.#forward(exchange, upstreamPath, failed);
+          else this.#fail(exchange, error);
+        },
+      )
+      // Whatever throws in there (writeHead refusing what an upstream sent)
+      // answers this request; it must never become an unhandled rejection.
+      .catch((error: unknown) => this.#fail(exchange, error));
+  }
+
+  #respond(exchange: Exchange, upstream: UpstreamResponse): void {
+    const { res } = exchange;
+    if (res.headersSent || res.destroyed) {
+      upstream.body.destroy();
+      return;
+    }
+    const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(upstream.headers);
+    headers['x-request-id'] = exchange.requestId;
+    res.writeHead(upstream.statusCode, headers);
+    // Plain pipe, not stream.pipeline: pipeline builds an AbortController and
+    // an AbortError per call, a measurable cost on every response. Either side
+    // failing tears down the other, so a client that goes away frees the
+    // upstream request at once.
+    const { body } = upstream;
+    body.once('error', () => res.destroy());
+    res.once('close', () => {
+      if (!body.readableEnded) body.destroy();
+    });
+    body.pipe(res);
+  }
+
+  #fail(exchange: Exchange, error: unknown): void {
+    const { res, req } = exchange;
+    const gatehouse: GatehouseError = toGatehouseError(error);
+    if (!gatehouse.expose) {
+      this.#options.logger.error({ err: gatehouse.cause ?? gatehouse, reqId: exchange.requestId, code: gatehouse.code, upstream: exchange.target?.origin }, 'proxied request failed');
+    }
+    if (res.headersSent || res.destroyed) {
+      res.destroy();
+      return;
+    }
+    const body = diagnosticsJson(gatehouse);
+    const headers: OutgoingHttpHeaders = {
+      ...gatehouse.headers,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': exchange.requestId,
+    };
+    // An unread request body would otherwise be drained or stall the connection.
+    if (hasBody(req) && !req.readableEnded) headers.connection = 'close';
+    res.writeHead(gatehouse.status, headers);
+    res.end(body);
+  }
+
+  #accessLog(exchange: Exchange): void {
+    const { req, res, route, target, principal } = exchange;
+    this.#accessLogger.info(
+      {
+        reqId: exchange.requestId,
+        method: req.method,
+        url: redactUrl(exchange.url),
+        status: res.statusCode,
+        route: route?.name,
+        upstream: target?.origin,
+        sub: principal?.sub,
+        completed: res.writableFinished,
+        responseTimeMs: Math.round((performance.now() - exchange.started) * 100) / 100,
+      },
+      'proxied request',
+    );
+  }
+}

@@ -1,0 +1,42 @@
+// The proxy's routing state compiled from config: the route table and one
+// target pool per route. Replaced as a whole on reload, so a request sees
+// either the old routes or the new ones, never a mix.
+import type { ProxyConfig, RouteConfig } from '../config/schema.js';
+import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
+import { RouteTable, type CompiledRoute } from './route-table.js';
+import { UpstreamPool, type TargetRegistry } from './upstream-pool.js';
+
+export class ProxyRoutes {
+  readonly table: RouteTable;
+  readonly #pools: Map<CompiledRoute, UpstreamPool>;
+
+  private constructor(table: RouteTable, pools: Map<CompiledRoute, UpstreamPool>) {
+    this.table = table;
+    this.#pools = pools;
+  }
+
+  /** Throws an Error listing the problems when the routes cannot be served as given. */
+  static compile(routes: readonly RouteConfig[], proxy: ProxyConfig, registry: TargetRegistry): ProxyRoutes {
+    const problems = routes
+      .map((route, i) => (isShadowedRoutePrefix(route.prefix) ? `routes.${i}.prefix: ${route.prefix} is served by the gateway itself` : undefined))
+      .filter((p): p is string => p !== undefined);
+    if (problems.length > 0) throw new Error(`invalid routes:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+
+    const table = RouteTable.compile(routes);
+    const pools = new Map<CompiledRoute, UpstreamPool>();
+    const origins = new Set<string>();
+    for (const route of table.routes) {
+      const targets = route.config.upstreams.map((url) => registry.target(url));
+      targets.forEach((t) => origins.add(t.origin));
+      pools.set(route, new UpstreamPool(targets, proxy.targetDownMs));
+    }
+    registry.retainOnly(origins);
+    return new ProxyRoutes(table, pools);
+  }
+
+  pool(route: CompiledRoute): UpstreamPool {
+    const pool = this.#pools.get(route);
+    if (!pool) throw new Error(`no pool for route ${route.name}`);
+    return pool;
+  }
+}

@@ -1,0 +1,46 @@
+// Transport failures become gateway errors where they enter, with the cause
+// kept for the log (reply-from's mapping): unreachable → 502, a name that does
+// not resolve → 503, no answer in time → 504.
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
+
+export const CONNECT_TIMEOUT = 'GATEHOUSE_UPSTREAM_CONNECT_TIMEOUT';
+export const RESPONSE_TIMEOUT = 'GATEHOUSE_UPSTREAM_RESPONSE_TIMEOUT';
+
+const UNRESOLVABLE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
+const TIMEOUTS = new Set([CONNECT_TIMEOUT, RESPONSE_TIMEOUT, 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+/** Failures that happened before anything reached the target: safe to try another one. */
+const CONNECT_FAILURES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', CONNECT_TIMEOUT, ...UNRESOLVABLE]);
+
+export class UpstreamTimeoutError extends Error {
+  readonly code: string;
+  constructor(code: typeof CONNECT_TIMEOUT | typeof RESPONSE_TIMEOUT, ms: number) {
+    super(`${code === CONNECT_TIMEOUT ? 'connect' : 'response'} timeout after ${ms} ms`);
+    this.code = code;
+  }
+}
+
+/** The upstream request was abandoned: its client went away, or its body was cut off. */
+export const ABANDONED = 'GATEHOUSE_UPSTREAM_REQUEST_ABANDONED';
+
+export class AbandonedError extends Error {
+  readonly code = ABANDONED;
+}
+
+export function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function isConnectFailure(error: unknown): boolean {
+  const cause = isGatehouseError(error) ? error.cause : error;
+  const code = errorCode(cause);
+  return code !== undefined && CONNECT_FAILURES.has(code);
+}
+
+export function upstreamError(error: unknown): GatehouseError {
+  if (isGatehouseError(error)) return error;
+  const code = errorCode(error);
+  if (code && UNRESOLVABLE.has(code)) return gatehouseError('upstream_unresolvable', { cause: error });
+  if (code && TIMEOUTS.has(code)) return gatehouseError('upstream_timeout', { cause: error });
+  return gatehouseError('upstream_unreachable', { cause: error });
+}
