@@ -1,0 +1,90 @@
+// Gatehouse as the benchmarks run it: the built `dist/`, a process of its
+// own, a temporary config with one user (default scrypt cost) and an API key.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { generateApiKey } from '../../src/identity/api-keys.js';
+import { hashPassword } from '../../src/identity/passwords.js';
+import { writeUsersFile } from '../../src/identity/users-file.js';
+import { freePort } from '../../test/helpers/ports.js';
+import { processCpuMicros, stopProcess, type ServerProcess } from './processes.js';
+
+export const BENCH_USER = 'bench';
+export const BENCH_PASSWORD = 'bench-password-1';
+
+export interface GatehouseProcess extends ServerProcess {
+  adminUrl: string;
+  apiKey: string;
+}
+
+export function buildGatehouse(): void {
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+}
+
+export async function startGatehouse(options: { routes: unknown[]; logLevel?: string; extra?: Record<string, unknown>; nodeArgs?: string[] }): Promise<GatehouseProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  const { key, keyId, hash } = generateApiKey();
+  const createdAt = new Date().toISOString();
+  await writeUsersFile(join(dir, 'users.yaml'), {
+    users: {
+      [BENCH_USER]: {
+        id: crypto.randomUUID(),
+        passwordHash: await hashPassword(BENCH_PASSWORD),
+        disabled: false,
+        createdAt,
+        apiKeys: [{ id: keyId, hash, createdAt }],
+      },
+    },
+  });
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const config = {
+    server: { host: '127.0.0.1', port },
+    admin: { host: '127.0.0.1', port: adminPort },
+    log: { level: options.logLevel ?? 'info' },
+    identity: { provider: 'local', usersFile: './users.yaml' },
+    tokens: { issuer: `http://127.0.0.1:${port}`, keysFile: './keys.json' },
+    routes: options.routes,
+    ...options.extra,
+  };
+  const file = join(dir, 'gatehouse.yaml');
+  writeFileSync(file, stringify(config));
+  // Logs go where production logs go: a file descriptor the process writes to.
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '' } });
+  const url = `http://127.0.0.1:${port}`;
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gatehouse exited with ${child.exitCode}`);
+    const ready = await fetch(`${adminUrl}/readyz`).then((r) => r.ok, () => false);
+    if (ready) break;
+    if (Date.now() > deadline) throw new Error('gatehouse did not become ready');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    name: 'gatehouse',
+    port,
+    url,
+    adminUrl,
+    apiKey: key,
+    child,
+    cpuMicros: () => processCpuMicros(child.pid!),
+    stop: () => stopProcess(child),
+  };
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+}
+
+export async function loginTokens(url: string, password = BENCH_PASSWORD): Promise<Tokens> {
+  const response = await fetch(`${url}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: BENCH_USER, password }),
+  });
+  if (!response.ok) throw new Error(`bench login failed: ${response.status}`);
+  return (await response.json()) as Tokens;
+}
