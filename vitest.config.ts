@@ -1,13 +1,28 @@
 import { defineConfig } from 'vitest/config';
 
+const common = {
+  pool: 'forks' as const,
+  testTimeout: 20_000,
+  hookTimeout: 30_000,
+};
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    pool: 'forks',
-    testTimeout: 20_000,
-    hookTimeout: 30_000,
     // Tests start real servers (HTTP upstreams on port 0, redis-server on a free port).
     // Two cores: keep parallelism modest so timing-sensitive tests stay stable.
     maxWorkers: 2,
+    projects: [
+      { test: { ...common, name: 'gatehouse', include: ['test/**/*.test.ts'] } },
+      {
+        // Every proxy behaviour again on the other forwarding engine: the
+        // benchmark compares engines only while both pass the same tests.
+        test: {
+          ...common,
+          name: 'proxy on http-proxy',
+          include: ['test/proxy/**/*.test.ts'],
+          env: { GATEHOUSE_TEST_PROXY_ENGINE: 'http-proxy' },
+        },
+      },
+    ],
   },
 });

@@ -2,7 +2,8 @@
 // services that use them, then the public and admin listeners' plugins.
 // Nothing else knows this file; tests and `main.ts` both start here.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { AuthService } from './auth/auth-service.js';
 import { authRoutes } from './auth/auth-routes.js';
@@ -11,7 +12,9 @@ import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { watchConfigFile } from './config/watch-config.js';
+import { diagnosticsJson } from './http/diagnostics.js';
 import { errorHandler } from './http/error-handler.js';
+import { gatehouseError } from './http/errors.js';
 import { isGatewayPath } from './http/gateway-paths.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
@@ -135,7 +138,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   let admin: FastifyInstance | undefined;
   if (config.admin.enabled) {
-    admin = Fastify({ loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger, disableRequestLogging: true });
+    admin = Fastify({
+      loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
+      logController: new LogController({ disableRequestLogging: true }),
+    });
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store });
   }
@@ -173,6 +179,23 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** Fastify's default: longer than the idle timeout of common load balancers (60 s). */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
+
+function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const body = diagnosticsJson(
+    gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }),
+  );
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
 /**
  * The public listener: Fastify serves the gateway's own endpoints; every
  * other request goes straight to the proxy's handler on the raw node:http
@@ -182,14 +205,22 @@ function publicListener(config: Config, logger: Logger, proxy: RequestListener):
   const { trustedProxies, apiBodyLimitBytes } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    serverFactory: (fastify: RequestListener) =>
-      createServer((req, res) => {
+    serverFactory: (fastify: RequestListener) => {
+      const server = createServer((req, res) => {
         if (isGatewayPath(req.url ?? '/')) fastify(req, res);
         else proxy(req, res);
-      }),
+      });
+      // Fastify sets these only on servers it creates itself. No overall
+      // request deadline: a large upload may stream for as long as it flows.
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      server.requestTimeout = 0;
+      return server;
+    },
+    // Requests Node's parser refuses never reach a handler; answer them in the diagnostics format too.
+    clientErrorHandler: answerUnparsableRequest,
     genReqId: requestId,
     // One access-log line per request (onResponse below) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: trustedProxies.length > 0 ? [...trustedProxies] : false,
     bodyLimit: apiBodyLimitBytes,
     return503OnClosing: true,

@@ -17,12 +17,13 @@ export class ProxyRoutes {
 
   /** Throws an Error listing the problems when the routes cannot be served as given. */
   static compile(routes: readonly RouteConfig[], proxy: ProxyConfig, registry: TargetRegistry): ProxyRoutes {
-    const problems = routes
-      .map((route, i) => (isShadowedRoutePrefix(route.prefix) ? `routes.${i}.prefix: ${route.prefix} is served by the gateway itself` : undefined))
-      .filter((p): p is string => p !== undefined);
+    const table = RouteTable.compile(routes);
+    // Judged on the canonical prefix: `/api/v1/%61uth` is `/api/v1/auth` too.
+    const problems = table.routes
+      .filter((route) => isShadowedRoutePrefix(route.prefix))
+      .map((route) => `routes.${routes.indexOf(route.config)}.prefix: ${route.config.prefix} is served by the gateway itself`);
     if (problems.length > 0) throw new Error(`invalid routes:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
 
-    const table = RouteTable.compile(routes);
     const pools = new Map<CompiledRoute, UpstreamPool>();
     const origins = new Set<string>();
     for (const route of table.routes) {

@@ -5,6 +5,9 @@
 import { Agent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 
+/** How long a removed origin's connections may finish their requests after a route reload. */
+export const RETIRED_AGENT_GRACE_MS = 60_000;
+
 export class UpstreamTarget {
   readonly origin: string;
   readonly url: URL;
@@ -55,17 +58,21 @@ export class TargetRegistry {
     return target;
   }
 
-  /** Drops the agents of origins no route names any more. */
-  retainOnly(origins: ReadonlySet<string>): void {
+  /**
+   * Forgets the origins no route names any more. Their agents are destroyed
+   * only after a grace period, so requests still in flight to them finish.
+   */
+  retainOnly(origins: ReadonlySet<string>, graceMs = RETIRED_AGENT_GRACE_MS): void {
     for (const [origin, target] of this.#targets) {
       if (origins.has(origin)) continue;
-      target.agent.destroy();
       this.#targets.delete(origin);
+      if (graceMs === 0) target.agent.destroy();
+      else setTimeout(() => target.agent.destroy(), graceMs).unref();
     }
   }
 
   close(): void {
-    this.retainOnly(new Set());
+    this.retainOnly(new Set(), 0);
   }
 }
 

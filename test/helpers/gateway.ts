@@ -71,6 +71,12 @@ export interface StartOptions {
   configFile?: string;
 }
 
+/** The forwarding engine a test project asks for (see vitest.config.ts); absent: the default. */
+export function engineUnderTest(): { engine?: string } {
+  const engine = process.env.GATEHOUSE_TEST_PROXY_ENGINE;
+  return engine ? { engine } : {};
+}
+
 export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'gatehouse-test-'));
   const usersFile = join(dir, 'users.yaml');
@@ -84,7 +90,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     store: { ...overrides.store },
     identity: { provider: 'local', usersFile, ...overrides.identity },
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
-    proxy: { ...overrides.proxy },
+    proxy: { ...engineUnderTest(), ...overrides.proxy },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });

@@ -273,7 +273,8 @@ describe('Connection header nominations', () => {
     );
     const got = received(response);
     expect(got.body).toBe('hello world');
-    expect(got.headers['transfer-encoding']).toBe('chunked');
+    // Framed, whichever way the engine chose: chunked, or a length for a body it already holds whole.
+    expect(got.headers['transfer-encoding'] === 'chunked' || got.headers['content-length'] === '11').toBe(true);
   });
 
   it('Connection: authorization cannot turn the bearer check off', async () => {

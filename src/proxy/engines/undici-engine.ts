@@ -2,9 +2,10 @@
 // @fastify/reply-from): one connection pool per target origin and connect
 // timeout, keep-alive, response headers timeout per request.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
 import { Pool } from 'undici';
 import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
-import { upstreamError } from '../upstream-errors.js';
+import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
 
 /** Request headers undici manages itself and refuses to be given. */
 const MANAGED_BY_UNDICI = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect']);
@@ -32,12 +33,21 @@ export class UndiciEngine implements ForwardingEngine {
     };
     res.once('close', abort);
     const hasBody = options.body !== req || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    // undici's headersTimeout starts once the body is sent; while it is being
+    // sent, a body that stops flowing for the response timeout is a timeout too.
+    let stalled = false;
+    const body = hasBody
+      ? stallGuard(options.body, options.responseTimeoutMs, () => {
+          stalled = true;
+          controller.abort();
+        })
+      : null;
     return pool
       .request({
         method: (req.method ?? 'GET') as 'GET',
         path: options.path,
         headers: requestHeaders(options.headers),
-        body: hasBody ? options.body : null,
+        body,
         signal: controller.signal,
         headersTimeout: options.responseTimeoutMs,
         bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
@@ -46,7 +56,7 @@ export class UndiciEngine implements ForwardingEngine {
         (response) => ({ statusCode: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body }),
         (error: unknown) => {
           res.off('close', abort);
-          throw upstreamError(error);
+          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
         },
       );
   }
@@ -75,4 +85,32 @@ function requestHeaders(headers: OutgoingHttpHeaders): Record<string, string | s
     out[name] = typeof value === 'number' ? String(value) : value;
   }
   return out;
+}
+
+/** The body, passed through a timer that fires when no chunk came for `ms` before the end. */
+function stallGuard(body: Readable, ms: number, onStall: () => void): Readable {
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(onStall, ms);
+  };
+  const guard = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      arm();
+      callback(null, chunk);
+    },
+    flush(callback) {
+      clearTimeout(timer);
+      callback();
+    },
+  });
+  guard.once('close', () => clearTimeout(timer));
+  body.once('error', (error) => guard.destroy(error));
+  // A body that stops before its end (the client left, or a limit cut it
+  // off) must end the upstream request too, not leave it waiting for more.
+  body.once('close', () => {
+    if (!body.readableEnded) guard.destroy(new AbandonedError('the request body was cut off'));
+  });
+  arm();
+  return body.pipe(guard);
 }
