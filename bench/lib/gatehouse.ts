@@ -44,7 +44,9 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
     admin: { host: '127.0.0.1', port: adminPort },
     log: { level: options.logLevel ?? 'info' },
     identity: { provider: 'local', usersFile: './users.yaml' },
-    tokens: { issuer: `http://127.0.0.1:${port}`, keysFile: './keys.json' },
+    // Long enough for a whole run: an access token that expired mid-run would
+    // turn the rest of it into 401s. The check costs the same either way.
+    tokens: { issuer: `http://127.0.0.1:${port}`, keysFile: './keys.json', accessTokenTtlS: 3600 },
     routes: options.routes,
     ...options.extra,
   };

@@ -77,7 +77,7 @@ export class ProxyHandler {
 
     if (route.config.auth === 'none') {
       exchange.principal = null;
-      this.#forward(exchange, upstreamPath, new Set());
+      this.#forward(exchange, upstreamPath);
       return;
     }
     const checked = this.#options.bearer.authenticate(bearerToken(req.headers));
@@ -86,7 +86,7 @@ export class ProxyHandler {
         .then(
           (principal) => {
             exchange.principal = principal;
-            this.#forward(exchange, upstreamPath, new Set());
+            this.#forward(exchange, upstreamPath);
           },
           (error: unknown) => this.#fail(exchange, error),
         )
@@ -94,11 +94,12 @@ export class ProxyHandler {
         .catch((error: unknown) => this.#fail(exchange, error));
     } else {
       exchange.principal = checked;
-      this.#forward(exchange, upstreamPath, new Set());
+      this.#forward(exchange, upstreamPath);
     }
   }
 
-  #forward(exchange: Exchange, upstreamPath: string, failed: Set<UpstreamTarget>): void {
+  /** `failed`: the targets this request already failed to connect to (created on the first failure only). */
+  #forward(exchange: Exchange, upstreamPath: string, failed?: Set<UpstreamTarget>): void {
     const { req, res, route, routes } = exchange;
     if (!route || !routes || res.destroyed) return;
     const pool = routes.pool(route);
@@ -146,8 +147,9 @@ export class ProxyHandler {
           pool.markDown(target, Date.now());
           this.#options.logger.warn({ reqId: exchange.requestId, upstream: target.origin, route: route.name }, 'upstream target marked down');
           // Nothing reached the target: a request without a body can go to the next one.
-          failed.add(target);
-          if (!hasBody(req) && failed.size < pool.targets.length) this.#forward(exchange, upstreamPath, failed);
+          const tried = failed ?? new Set<UpstreamTarget>();
+          tried.add(target);
+          if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, upstreamPath, tried);
           else this.#fail(exchange, error);
         },
       )

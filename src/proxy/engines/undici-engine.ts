@@ -7,6 +7,9 @@ import { Pool } from 'undici';
 import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
 
+/** The event undici listens for on an EventEmitter signal. */
+const ABORT = 'abort';
+
 /** Request headers undici manages itself and refuses to be given. */
 const MANAGED_BY_UNDICI = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect']);
 
@@ -27,9 +30,10 @@ export class UndiciEngine implements ForwardingEngine {
     const pool = this.#pool(options.target.origin, options.connectTimeoutMs);
     // The client going away aborts the upstream request at once, whether it
     // is still waiting for the response head or already streaming the body.
-    const controller = new AbortController();
+    // undici takes any EventEmitter as its abort signal: the response itself
+    // serves, sparing an AbortController (and its event target) per request.
     const abort = () => {
-      if (!res.writableFinished) controller.abort();
+      if (!res.writableFinished) res.emit(ABORT);
     };
     res.once('close', abort);
     const hasBody = options.body !== req || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
@@ -39,7 +43,7 @@ export class UndiciEngine implements ForwardingEngine {
     const body = hasBody
       ? stallGuard(options.body, options.responseTimeoutMs, () => {
           stalled = true;
-          controller.abort();
+          res.emit(ABORT);
         })
       : null;
     return pool
@@ -48,7 +52,7 @@ export class UndiciEngine implements ForwardingEngine {
         path: options.path,
         headers: requestHeaders(options.headers),
         body,
-        signal: controller.signal,
+        signal: res,
         headersTimeout: options.responseTimeoutMs,
         bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
       })
