@@ -2,38 +2,35 @@
 // bearer check, header policy, access log), in one run, against the bare
 // http-proxy server: the measurement behind the `proxy.engine` default.
 import { loginTokens, startGatehouse } from './lib/gatehouse.js';
-import { generatorName, load } from './lib/load.js';
+import { generatorName } from './lib/load.js';
+import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './lib/measure.js';
 import { startServer } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
 
 const ENGINES = ['http-proxy', 'undici'] as const;
 
-export async function runEnginesSection(durationS = 10, connections = 50): Promise<Row[]> {
+export async function runEnginesSection(overrides: Partial<MeasureSettings> = {}): Promise<Row[]> {
+  const settings = { ...settingsFromEnv(overrides), fixedRate: 0 };
   const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
   const bare = await startServer('bare-http-proxy', ['bench/servers/bare-http-proxy.mjs'], { TARGET: upstream.url });
-  const rows: Row[] = [];
+  const gatehouses = [];
   try {
-    const measure = async (name: string, url: string, cpu: () => number, headers: Record<string, string> = {}) => {
-      await load(url, { connections, durationS: 1, headers });
-      const before = cpu();
-      const result = await load(url, { connections, durationS, headers });
-      const single = await load(url, { connections: 1, durationS: Math.min(durationS, 5), headers });
-      rows.push({ name, rps: result.rps, p50Ms: result.p50Ms, p99Ms: result.p99Ms, c1P50Ms: single.p50Ms, c1P99Ms: single.p99Ms, cpuUsPerRequest: (cpu() - before) / Math.max(1, result.requests), errors: result.errors + single.errors });
-    };
-    await measure('bare http-proxy (no auth)', `${bare.url}/items/1`, bare.cpuMicros);
+    const subjects: Subject[] = [{ name: 'bare http-proxy (no auth)', url: `${bare.url}/items/1`, cpuMicros: bare.cpuMicros }];
     for (const engine of ENGINES) {
       const gatehouse = await startGatehouse({ routes: [{ prefix: '/', upstreams: [upstream.url] }], extra: { proxy: { engine } } });
-      try {
-        const tokens = await loginTokens(gatehouse.url);
-        await measure(`gatehouse on ${engine}`, `${gatehouse.url}/items/1`, gatehouse.cpuMicros, { authorization: `Bearer ${tokens.access_token}` });
-      } finally {
-        await gatehouse.stop();
-      }
+      gatehouses.push(gatehouse);
+      const tokens = await loginTokens(gatehouse.url);
+      subjects.push({ name: `gatehouse on ${engine}`, url: `${gatehouse.url}/items/1`, headers: { authorization: `Bearer ${tokens.access_token}` }, cpuMicros: gatehouse.cpuMicros });
     }
-    printTable(`Forwarding engines on Gatehouse's hot path (bearer check on every request), c=${connections}, ${durationS} s, ${generatorName()}`, rows, 'bare http-proxy (no auth)');
-    writeResults('engines', rows);
+    const rows = await measure(subjects, settings);
+    printTable(
+      `Forwarding engines on Gatehouse's hot path (bearer check on every request): medians of ${settings.rounds} rounds, c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
+      rows,
+      'bare http-proxy (no auth)',
+    );
+    writeResults('engines', { settings, rows });
     return rows;
   } finally {
-    await Promise.all([bare.stop(), upstream.stop()]);
+    await Promise.all([...gatehouses.map((g) => g.stop()), bare.stop(), upstream.stop()]);
   }
 }

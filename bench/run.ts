@@ -1,6 +1,7 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines (all by default).
+// Sections: auth, proxy, engines (all by default). BENCH_DURATION_S and
+// BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds).
 import { runAuthSection } from './auth.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
@@ -8,8 +9,8 @@ import { runProxySection } from './proxy.js';
 
 const SECTIONS: Record<string, () => Promise<unknown>> = {
   auth: runAuthSection,
-  proxy: () => runProxySection(process.env.BENCH_DURATION_S ? { durationS: Number(process.env.BENCH_DURATION_S) } : {}),
-  engines: () => runEnginesSection(Number(process.env.BENCH_DURATION_S ?? 10)),
+  proxy: () => runProxySection(),
+  engines: () => runEnginesSection(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

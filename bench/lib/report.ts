@@ -32,6 +32,7 @@ export function printTable(title: string, rows: Row[], baseline?: string): void 
     ['c=1 p50', (r) => fixed(r.c1P50Ms, 3)],
     ['c=1 p99', (r) => fixed(r.c1P99Ms, 3)],
     ['CPU µs/req', (r) => fixed(r.cpuUsPerRequest, 0)],
+    ['fixed-rate p99', (r) => fixed(r.fixedRateP99Ms, 3)],
     ['errors', (r) => fixed(r.errors, 0)],
     ['note', (r) => r.note ?? ''],
   ];

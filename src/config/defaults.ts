@@ -33,3 +33,13 @@ export const DEFAULT_SESSION_HEADER = 'x-gatehouse-session';
 export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
 export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';
 export const DEFAULT_PROXY_ENGINE = 'undici';
+
+export const DEFAULT_REQUEST_ID_FIELD = 'requestId';
+export const DEFAULT_ASYNC_MAX_BODY_BYTES = 64 * 1024;
+export const DEFAULT_STATUS_POLL_INTERVAL_MS = 1_000;
+export const DEFAULT_STATUS_TIMEOUT_MS = 2_000;
+/** Longer than the refresh token's default lifetime: a client can always still ask. */
+export const DEFAULT_REQUEST_RETENTION_S = 7 * 86_400;
+export const DEFAULT_RETRY_AFTER_S = 1;
+export const DEFAULT_MAX_WAIT_S = 30;
+export const DEFAULT_OUTBOX_MAX_ENTRIES = 10_000;

@@ -33,6 +33,7 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'GATEHOUSE_ISSUER', path: ['tokens', 'issuer'], kind: 'string' },
   { env: 'GATEHOUSE_KEYS_FILE', path: ['tokens', 'keysFile'], kind: 'string' },
   { env: 'GATEHOUSE_USERS_FILE', path: ['identity', 'usersFile'], kind: 'string' },
+  { env: 'GATEHOUSE_SERVICE_TOKEN', path: ['requests', 'serviceToken'], kind: 'string' },
 ];
 
 export interface LoadConfigOptions {

@@ -82,6 +82,48 @@ export const RouteSchema = z.strictObject({
   bodyLimitBytes: positiveInt.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
+  /** What to do with this route's 202 answers (spec 4.4). */
+  async: z
+    .strictObject({
+      /** Record 202 answers that hold a request id. */
+      capture: z.boolean().default(true),
+      /** The JSON field of the 202 body that holds the request id. */
+      requestIdField: z.string().min(1).default(d.DEFAULT_REQUEST_ID_FIELD),
+      /** Larger 202 bodies pass through untouched and unrecorded. */
+      maxBodyBytes: positiveInt.default(d.DEFAULT_ASYNC_MAX_BODY_BYTES),
+      /** Add `Location` (the status URL) and `Retry-After` when the upstream did not. */
+      addHeaders: z.boolean().default(true),
+      /**
+       * The upstream's own status URL, `{requestId}` standing for the id, e.g.
+       * `http://orders:8080/jobs/{requestId}`: pending records are reconciled
+       * with it when clients poll.
+       */
+      statusUrlTemplate: z
+        .string()
+        .regex(/^https?:\/\/[^\s]*\{requestId\}[^\s]*$/, { error: 'must be an http(s) URL holding {requestId}' })
+        .optional(),
+      /** How often at most the upstream is asked about one request. */
+      statusPollIntervalMs: positiveInt.default(d.DEFAULT_STATUS_POLL_INTERVAL_MS),
+      statusTimeoutMs: positiveInt.default(d.DEFAULT_STATUS_TIMEOUT_MS),
+    })
+    .prefault({}),
+});
+
+export const RequestsSchema = z.strictObject({
+  /** How long a request record is kept, pending or terminal (from its last change). */
+  retentionS: positiveInt.default(d.DEFAULT_REQUEST_RETENTION_S),
+  /** `Retry-After` seconds on 202 answers and on pending statuses. */
+  retryAfterS: positiveInt.default(d.DEFAULT_RETRY_AFTER_S),
+  /** The longest `?wait=` a status poll may ask for. */
+  maxWaitS: z.number().int().min(0).max(300).default(d.DEFAULT_MAX_WAIT_S),
+  /** Records waiting for the store while it is down, in memory; past this they are dropped (logged, counted). */
+  outboxMaxEntries: positiveInt.default(d.DEFAULT_OUTBOX_MAX_ENTRIES),
+  /**
+   * The credential backend services present to the internal status API
+   * (`Authorization: Bearer …`); set it with GATEHOUSE_SERVICE_TOKEN. Absent:
+   * the internal API refuses every call.
+   */
+  serviceToken: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
 });
 
 const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, { error: 'must be an HTTP header name (letters, digits, -)' });
@@ -113,6 +155,7 @@ export const ConfigSchema = z.strictObject({
   identity: IdentitySchema,
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
+  requests: RequestsSchema.prefault({}),
   routes: z.array(RouteSchema).default([]),
 });
 
@@ -125,5 +168,7 @@ export type IdentityConfig = Config['identity'];
 export type TokensConfig = Config['tokens'];
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
+export type RequestsConfig = Config['requests'];
+export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

@@ -2,7 +2,7 @@
 // single instance and for tests; a deployment of several instances needs Redis
 // (see create-store.ts, which warns when this one is chosen).
 import { pino, type Logger } from 'pino';
-import type { RevocationListener, SessionRecord, Store } from './store.js';
+import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
 import { Listeners } from './listeners.js';
 
 export interface MemoryStoreOptions {
@@ -18,6 +18,8 @@ export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
 
   private readonly sessions = new Map<string, SessionRecord>();
+  private readonly requests = new Map<string, { record: RequestRecord; expiresAt: number }>();
+  private readonly statusChanges: Listeners<RequestStatusChange>;
   private readonly logger: Logger;
   private readonly revocations: Listeners<string>;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -25,6 +27,7 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     this.logger = options.logger ?? pino({ enabled: false });
     this.revocations = new Listeners<string>('session revocation', this.logger);
+    this.statusChanges = new Listeners<RequestStatusChange>('request status', this.logger);
     // Without the sweep, sessions that are never read again (the common case:
     // a user simply stops coming back) would stay in memory for ever.
     this.sweepTimer = setInterval(() => this.sweepExpired(), options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
@@ -72,18 +75,58 @@ export class MemoryStore implements Store {
     return () => {};
   }
 
+  async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
+    if (this.liveRequest(record.id)) return false;
+    this.requests.set(record.id, { record: { ...record }, expiresAt: Date.now() + retentionMs });
+    return true;
+  }
+
+  async getRequest(id: string): Promise<RequestRecord | null> {
+    const entry = this.liveRequest(id);
+    return entry ? { ...entry.record } : null;
+  }
+
+  // One event-loop turn from read to write: atomic in a single process.
+  async transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now = Date.now()): Promise<TransitionOutcome> {
+    const entry = this.liveRequest(id);
+    if (!entry) return 'not_found';
+    if (entry.record.status === status) return 'already_applied';
+    if (entry.record.status !== 'pending') return 'conflict';
+    entry.record = { ...entry.record, status, updatedAt: now };
+    entry.expiresAt = now + retentionMs;
+    this.statusChanges.emit({ id, status });
+    return 'applied';
+  }
+
+  onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
+    return this.statusChanges.add(listener);
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.revocations.clear();
+    this.statusChanges.clear();
   }
 
+
+  private liveRequest(id: string): { record: RequestRecord; expiresAt: number } | undefined {
+    const entry = this.requests.get(id);
+    if (entry && entry.expiresAt <= Date.now()) {
+      this.requests.delete(id);
+      return undefined;
+    }
+    return entry;
+  }
 
   private sweepExpired(): void {
     const now = Date.now();
     for (const [sid, session] of this.sessions) {
       if (session.expiresAt <= now) this.sessions.delete(sid);
+    }
+    for (const [id, entry] of this.requests) {
+      if (entry.expiresAt <= now) this.requests.delete(id);
     }
   }
 }

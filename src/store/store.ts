@@ -24,6 +24,46 @@ export interface SessionRecord {
 
 export type RevocationListener = (sid: string) => void;
 
+/** Spec 2.6 and 3: the states of an asynchronous operation. */
+export type RequestStatus = 'pending' | 'completed' | 'failed';
+export type TerminalStatus = Exclude<RequestStatus, 'pending'>;
+
+/** An asynchronous operation an upstream accepted with 202 and a requestId. */
+export interface RequestRecord {
+  /** The upstream's requestId (a UUID, lower-cased). */
+  id: string;
+  status: RequestStatus;
+  /** The subject of the caller who made the request: the only one who may see it. */
+  sub: string;
+  /** The route's name and the upstream target that answered the 202. */
+  route: string;
+  upstream: string;
+  /** The upstream's own status URL for this request, when the route names a template. */
+  statusUrl?: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+/**
+ * What a status transition did. States move only pending → completed or
+ * pending → failed; a terminal state never changes again.
+ */
+export type TransitionOutcome =
+  /** pending → the new state. */
+  | 'applied'
+  /** Already in that terminal state: an idempotent repeat. */
+  | 'already_applied'
+  /** Already in the other terminal state: refused. */
+  | 'conflict'
+  /** No such record (never made, or expired). */
+  | 'not_found';
+
+export interface RequestStatusChange {
+  id: string;
+  status: TerminalStatus;
+}
+
 export interface Store {
   readonly kind: 'memory' | 'redis';
 
@@ -50,6 +90,22 @@ export interface Store {
    * Never called by a store that has no such feed (in-memory).
    */
   onRevocationFeedResumed(listener: () => void): () => void;
+
+  /**
+   * Records a new asynchronous request, kept for `retentionMs`. Resolves
+   * false (and changes nothing) when a record with that id exists already.
+   */
+  createRequest(record: RequestRecord, retentionMs: number): Promise<boolean>;
+  getRequest(id: string): Promise<RequestRecord | null>;
+  /**
+   * Moves a pending record to a terminal state, atomically: of two concurrent
+   * conflicting transitions exactly one is applied. An applied transition
+   * keeps the record for `retentionMs` from now and is announced to every
+   * instance (`onRequestStatusChanged`).
+   */
+  transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome>;
+  /** Called on this and every other instance when a transition is applied. */
+  onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void;
 
   /** Resolves when the store answers; rejects otherwise (readiness). */
   ping(): Promise<void>;
