@@ -26,6 +26,7 @@ type EnvKind = 'string' | 'port';
 export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]; kind: EnvKind }> = [
   { env: 'HOST', path: ['server', 'host'], kind: 'string' },
   { env: 'PORT', path: ['server', 'port'], kind: 'port' },
+  { env: 'WORKERS', path: ['server', 'workers'], kind: 'port' },
   { env: 'ADMIN_HOST', path: ['admin', 'host'], kind: 'string' },
   { env: 'ADMIN_PORT', path: ['admin', 'port'], kind: 'port' },
   { env: 'REDIS_URL', path: ['store', 'url'], kind: 'string' },

@@ -23,6 +23,11 @@ export const ServerSchema = z.strictObject({
   apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
   /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed. */
   trustedProxies: z.array(z.string().min(1)).default([]),
+  /**
+   * Worker processes sharing the listeners (node:cluster): a number, or
+   * `auto` for one per CPU. More than one needs a shared store (Redis).
+   */
+  workers: z.union([z.number().int().min(1).max(256), z.literal('auto')]).default(1),
 });
 
 export const AdminSchema = z.strictObject({
@@ -147,7 +152,8 @@ export const ProxySchema = z.strictObject({
   engine: z.enum(['undici', 'http-proxy']).default(d.DEFAULT_PROXY_ENGINE),
 });
 
-export const ConfigSchema = z.strictObject({
+export const ConfigSchema = z
+  .strictObject({
   server: ServerSchema.prefault({}),
   admin: AdminSchema.prefault({}),
   log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
@@ -157,7 +163,13 @@ export const ConfigSchema = z.strictObject({
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
   routes: z.array(RouteSchema).default([]),
-});
+  })
+  .check((ctx) => {
+    // Workers do not share memory: sessions and statuses must live in Redis.
+    if (ctx.value.server.workers !== 1 && !ctx.value.store.url) {
+      ctx.issues.push({ code: 'custom', path: ['server', 'workers'], message: 'more than one worker needs store.url (Redis): workers share no memory', input: ctx.value.server.workers });
+    }
+  });
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;

@@ -83,6 +83,14 @@ describe('parseConfig', () => {
     expect(problems).toEqual([expect.stringMatching(/^server\.port \(from PORT\): /)]);
   });
 
+  it('refuses more than one worker without a shared store', () => {
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, server: { workers: 2 } }, { baseDir: '/' }))).toEqual([
+      expect.stringMatching(/^server\.workers: more than one worker needs store\.url/),
+    ]);
+    const config = parseConfig({ ...MINIMAL, server: { workers: 'auto' }, store: { url: 'redis://cache:6379' } }, { baseDir: '/', env: { WORKERS: '4' } });
+    expect(config.server.workers).toBe(4);
+  });
+
   it('refuses a top level that is not a mapping', () => {
     expect(problemsOf(() => parseConfig(['a'], { baseDir: '/' }))[0]).toMatch(/top level must be a mapping/);
   });

@@ -1,0 +1,104 @@
+// `server.workers`: a primary forks workers that share the listeners and the
+// Redis store, replaces a worker that dies, and drains them all on SIGTERM.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { writeTestUsers } from '../helpers/gateway.js';
+import { freePort } from '../helpers/ports.js';
+import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
+
+let redis: RedisServerHandle;
+let dir: string;
+let primary: ChildProcess;
+let url: string;
+let adminUrl: string;
+
+/** The primary's worker processes (not tsx's esbuild helper, also its child). */
+function workerPids(): number[] {
+  try {
+    return execFileSync('ps', ['--ppid', String(primary.pid), '-o', 'pid=,args='], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter((line) => line.includes('main.ts'))
+      .map((line) => Number(line.trim().split(/\s+/)[0]));
+  } catch {
+    return [];
+  }
+}
+
+async function loginOk(): Promise<boolean> {
+  const response = await fetch(`${url}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', connection: 'close' },
+    body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }),
+  }).catch(() => undefined);
+  return response?.status === 200;
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  dir = await mkdtemp(join(tmpdir(), 'gatehouse-workers-'));
+  await writeTestUsers(join(dir, 'users.yaml'), [{ name: 'alice', password: 'alice-password-1' }]);
+  const [port, adminPort] = [await freePort(), await freePort()];
+  url = `http://127.0.0.1:${port}`;
+  adminUrl = `http://127.0.0.1:${adminPort}`;
+  const file = join(dir, 'gatehouse.yaml');
+  await writeFile(
+    file,
+    [
+      `server: {host: 127.0.0.1, port: ${port}, workers: 2}`,
+      `admin: {host: 127.0.0.1, port: ${adminPort}}`,
+      'log: {level: warn}',
+      `store: {url: "${redis.url}", keyPrefix: "${uniquePrefix()}"}`,
+      'identity: {provider: local, usersFile: ./users.yaml}',
+      `tokens: {issuer: "${url}", keysFile: ./keys.json}`,
+    ].join('\n'),
+  );
+  primary = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  await vi.waitFor(async () => expect((await fetch(`${adminUrl}/readyz`).catch(() => undefined))?.status).toBe(200), { timeout: 20_000, interval: 200 });
+  await vi.waitFor(() => expect(workerPids()).toHaveLength(2), { timeout: 20_000, interval: 200 });
+});
+
+afterAll(async () => {
+  if (primary.exitCode === null) primary.kill('SIGKILL');
+  await redis?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('gatehouse start with two workers', () => {
+  it('serves from both workers, one session store between them', async () => {
+    const tokens = (await (
+      await fetch(`${url}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }),
+      })
+    ).json()) as { refresh_token: string };
+    // New connections are spread over the workers: every refresh must find the session.
+    for (let i = 0; i < 6; i++) {
+      const refreshed = await fetch(`${url}/api/v1/auth/refresh`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ refresh_token: tokens.refresh_token }),
+      });
+      expect(refreshed.status).toBe(200);
+    }
+  });
+
+  it('replaces a worker that dies and keeps serving meanwhile', async () => {
+    const [victim] = workerPids();
+    process.kill(victim!, 'SIGKILL');
+    expect(await loginOk()).toBe(true);
+    await expect.poll(() => workerPids().filter((pid) => pid !== victim).length, { timeout: 10_000, interval: 100 }).toBe(2);
+    expect(await loginOk()).toBe(true);
+  });
+
+  it('stops every worker and exits 0 on SIGTERM', async () => {
+    const exited = new Promise<number | null>((resolve) => primary.once('exit', (code) => resolve(code)));
+    primary.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(workerPids()).toEqual([]);
+  });
+});
