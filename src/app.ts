@@ -10,6 +10,7 @@ import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { ConfigError, loadConfig } from './config/load.js';
+import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import type { Config } from './config/schema.js';
 import { watchConfigFile } from './config/watch-config.js';
 import { diagnosticsJson } from './http/diagnostics.js';
@@ -20,6 +21,8 @@ import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
+import { Metrics } from './observability/metrics.js';
+import { metricsRoute } from './observability/metrics-route.js';
 import { requestId } from './observability/request-id.js';
 import { HttpProxyEngine } from './proxy/engines/http-proxy-engine.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
@@ -28,6 +31,11 @@ import { ProxyRoutes } from './proxy/proxy-routes.js';
 import { HeaderPolicy } from './proxy/upstream-headers.js';
 import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
+import { AsyncCapture } from './requests/async-capture.js';
+import { internalRoutes } from './requests/internal-routes.js';
+import { RequestTracker } from './requests/request-tracker.js';
+import { statusRoutes } from './requests/status-routes.js';
+import { UpstreamReconciler } from './requests/upstream-reconciler.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import { TokenIssuer } from './tokens/issuer.js';
@@ -53,6 +61,9 @@ export interface Gateway {
   readonly keys: KeySet;
   readonly auth: AuthService;
   readonly bearer: BearerAuthenticator;
+  readonly metrics: Metrics;
+  /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
+  readonly requests: RequestTracker;
   /** Re-reads the config file and swaps in its routes; a bad file changes nothing. */
   reloadRoutes(): Promise<boolean>;
   /** Starts both listeners; resolves with the addresses they bound. */
@@ -84,6 +95,16 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     logger,
   });
   const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
+  const metrics = new Metrics();
+  const requests = new RequestTracker({
+    store,
+    metrics,
+    logger,
+    retentionMs: config.requests.retentionS * 1000,
+    retryAfterS: config.requests.retryAfterS,
+    outboxMaxEntries: config.requests.outboxMaxEntries,
+  });
+  const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
 
   const registry = new TargetRegistry({ maxSocketsPerTarget: config.proxy.maxSocketsPerTarget });
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
@@ -91,7 +112,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
     : new HttpProxyEngine();
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
-  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger });
+  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, capture });
+  // A record names its route; the route's settings as they are now (reloads included) apply.
+  const reconciler = new UpstreamReconciler({
+    tracker: requests,
+    logger,
+    routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
+    defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
+  });
   const websockets = new WebSocketProxy({ routes: () => routes, bearer, headers, logger });
 
   const app = publicListener(config, logger, proxy.handle);
@@ -100,6 +128,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
   await app.register(tokenEndpoint, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
+  await app.register(statusRoutes, {
+    bearer,
+    tracker: requests,
+    reconciler,
+    retryAfterS: config.requests.retryAfterS,
+    maxWaitS: config.requests.maxWaitS,
+    bodyLimitBytes: config.server.apiBodyLimitBytes,
+  });
 
   // What a reload can change: the routes, and how long a failed target is
   // skipped. Everything else is read once, at start.
@@ -144,6 +180,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     });
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store });
+    await admin.register(metricsRoute, { metrics });
+    await admin.register(internalRoutes, {
+      tracker: requests,
+      serviceToken: config.requests.serviceToken,
+      bodyLimitBytes: config.server.apiBodyLimitBytes,
+      logger,
+    });
   }
 
   return {
@@ -156,6 +199,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     keys,
     auth,
     bearer,
+    metrics,
+    requests,
     reloadRoutes,
     async listen() {
       const url = await app.listen({ host: config.server.host, port: config.server.port });
@@ -166,7 +211,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     async close() {
       stopWatching();
       websockets.close();
+      // Long polls answer now instead of holding the listeners open.
+      requests.endWatches();
       await Promise.allSettled([app.close(), admin?.close()]);
+      reconciler.close();
+      // Before the store closes: the outbox gets its last chance to be written.
+      await requests.close();
       engine.close();
       registry.close();
       bearer.close();

@@ -13,6 +13,7 @@ import { toGatehouseError } from '../http/error-handler.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
+import type { AsyncCapture } from '../requests/async-capture.js';
 import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, UpstreamResponse } from './engine.js';
 import type { ProxyRoutes } from './proxy-routes.js';
@@ -27,6 +28,8 @@ export interface ProxyHandlerOptions {
   headers: HeaderPolicy;
   engine: ForwardingEngine;
   logger: Logger;
+  /** Takes over every upstream 202 (spec 4.4); absent, 202s stream like any answer. */
+  capture?: AsyncCapture;
 }
 
 interface Exchange {
@@ -166,6 +169,16 @@ export class ProxyHandler {
     }
     const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(upstream.headers);
     headers['x-request-id'] = exchange.requestId;
+    // An accepted asynchronous request: recorded before the client sees it.
+    if (upstream.statusCode === 202 && this.#options.capture !== undefined && exchange.route !== undefined && exchange.target !== undefined) {
+      this.#options.capture.respond(res, upstream, headers, {
+        route: exchange.route,
+        upstream: exchange.target.origin,
+        principal: exchange.principal,
+        reqId: exchange.requestId,
+      });
+      return;
+    }
     res.writeHead(upstream.statusCode, headers);
     // Plain pipe, not stream.pipeline: pipeline builds an AbortController and
     // an AbortError per call, a measurable cost on every response. Either side

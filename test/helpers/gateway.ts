@@ -91,6 +91,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     identity: { provider: 'local', usersFile, ...overrides.identity },
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
     proxy: { ...engineUnderTest(), ...overrides.proxy },
+    requests: { ...overrides.requests },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });

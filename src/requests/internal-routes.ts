@@ -1,0 +1,82 @@
+// How backend services report the outcome of a request they accepted with a
+// 202: PUT /internal/v1/requests/<id>/status {"status": "completed" | "failed"}
+// on the ADMIN listener (never the public one), with the service credential
+// of `requests.serviceToken` as a bearer token.
+//
+// The answer tells the caller what happened, so it can retry safely: 200
+// `applied` or `already_applied` (an idempotent repeat), 409 when the request
+// ended the other way already (a terminal state never changes), 404 for an
+// unknown id, 503 when the store is down (retry later).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { gatehouseError } from '../http/errors.js';
+import { acceptJsonBodiesOnly } from '../http/json-body.js';
+import type { TerminalStatus } from '../store/store.js';
+import { normaliseRequestId } from './id-format.js';
+import type { RequestTracker } from './request-tracker.js';
+
+export interface InternalRoutesOptions {
+  tracker: RequestTracker;
+  /** `requests.serviceToken`; absent, every call is refused. */
+  serviceToken: string | undefined;
+  bodyLimitBytes: number;
+  logger: Logger;
+}
+
+export const INTERNAL_STATUS_PATH = '/internal/v1/requests/:id/status';
+
+const SERVICE_CHALLENGE = 'Bearer realm="gatehouse-internal"';
+const BEARER = /^Bearer +(\S{1,4096}) *$/i;
+
+export async function internalRoutes(app: FastifyInstance, options: InternalRoutesOptions): Promise<void> {
+  const { tracker, bodyLimitBytes } = options;
+  // Digests of equal length, so the comparison takes the same time whatever
+  // the length or content of the guess.
+  const expected = options.serviceToken === undefined ? undefined : digest(options.serviceToken);
+  if (expected === undefined) {
+    options.logger.warn(
+      'no requests.serviceToken (GATEHOUSE_SERVICE_TOKEN) is configured: the internal status API refuses every call, so backends cannot report outcomes',
+    );
+  }
+  acceptJsonBodiesOnly(app);
+
+  // Before the body is read: an unauthenticated caller costs no parsing.
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const given = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    // Compared even when absent (against a digest of nothing), so a missing
+    // credential takes as long as a wrong one.
+    const matches = expected !== undefined && timingSafeEqual(digest(given ?? ''), expected) && given !== undefined;
+    if (!matches) {
+      throw gatehouseError('invalid_service_credential', { headers: { 'www-authenticate': SERVICE_CHALLENGE } });
+    }
+  });
+
+  app.put<{ Params: { id: string }; Body: unknown }>(INTERNAL_STATUS_PATH, { bodyLimit: bodyLimitBytes }, async (request) => {
+    const status = terminalStatusOf(request.body);
+    const id = normaliseRequestId(request.params.id);
+    if (id === null) throw gatehouseError('request_not_found');
+    const outcome = await tracker.transition(id, status, 'internal_api');
+    switch (outcome) {
+      case 'applied':
+      case 'already_applied':
+        return { id, status, outcome };
+      case 'conflict':
+        throw gatehouseError('status_transition_refused', { reason: `the request has ${status === 'completed' ? 'failed' : 'completed'} already` });
+      case 'not_found':
+        throw gatehouseError('request_not_found');
+    }
+  });
+}
+
+function terminalStatusOf(body: unknown): TerminalStatus {
+  const status = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as { status?: unknown }).status : undefined;
+  if (status !== 'completed' && status !== 'failed') {
+    throw gatehouseError('invalid_request', { reason: 'the body must be {"status": "completed" | "failed"}' });
+  }
+  return status;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}

@@ -1,0 +1,139 @@
+// Request records that could not be written because the store was down. A
+// client holding a 202 must later find its request, so the record waits here,
+// in memory, and is written when the store answers again — in the order the
+// 202s went out, so records are never reordered by a recovery.
+//
+// Bounded: a store that stays down must not turn into unbounded memory. When
+// full, the newest record is refused (the caller logs and counts it); the
+// older ones, whose clients have waited longest, keep their places.
+import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics.js';
+import type { RequestRecord } from '../store/store.js';
+
+export interface OutboxOptions {
+  maxEntries: number;
+  /**
+   * Writes one record to the store. Resolves when it is there (written now, or
+   * found there already: an earlier attempt may have succeeded although it
+   * timed out on our side); rejects when the store still does not answer.
+   */
+  write: (record: RequestRecord) => Promise<void>;
+  metrics: Metrics;
+  logger: Logger;
+  /** First retry delay after a failed write; doubles up to `maxRetryDelayMs`. */
+  initialRetryDelayMs?: number;
+  maxRetryDelayMs?: number;
+}
+
+const DEFAULT_INITIAL_RETRY_DELAY_MS = 50;
+/** A store back for a second should not wait long for its backlog; a fleet retrying every second is cheap. */
+const DEFAULT_MAX_RETRY_DELAY_MS = 1_000;
+
+export class Outbox {
+  readonly #options: OutboxOptions;
+  readonly #initialDelayMs: number;
+  readonly #maxDelayMs: number;
+  /** FIFO; the Map keeps insertion order and finds a record by id in O(1). */
+  readonly #queue = new Map<string, RequestRecord>();
+  #delayMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  /** The drain under way, shared by everyone who wants one (single writer: order is kept). */
+  #draining: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: OutboxOptions) {
+    this.#options = options;
+    this.#initialDelayMs = options.initialRetryDelayMs ?? DEFAULT_INITIAL_RETRY_DELAY_MS;
+    this.#maxDelayMs = options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS;
+    this.#delayMs = this.#initialDelayMs;
+    options.metrics.outboxSize.set(0);
+  }
+
+  get size(): number {
+    return this.#queue.size;
+  }
+
+  /** The waiting record with this id, if any. */
+  get(id: string): RequestRecord | undefined {
+    const record = this.#queue.get(id);
+    return record === undefined ? undefined : { ...record };
+  }
+
+  has(id: string): boolean {
+    return this.#queue.has(id);
+  }
+
+  /**
+   * Queues a record and makes sure a drain is scheduled. Returns false when
+   * the outbox is full (or closed) and the record was not kept; the caller
+   * reports it, since only the caller knows which request it belonged to.
+   */
+  enqueue(record: RequestRecord): boolean {
+    if (this.#closed || this.#queue.size >= this.#options.maxEntries) return false;
+    // An id queued twice (an upstream repeating itself while the store is
+    // down) keeps its first record and place, as the store would.
+    if (!this.#queue.has(record.id)) this.#queue.set(record.id, { ...record });
+    this.#options.metrics.outboxSize.set(this.#queue.size);
+    this.#schedule();
+    return true;
+  }
+
+  /**
+   * Writes what is waiting, oldest first, now. Resolves when the outbox is
+   * empty or a write failed (a retry is then scheduled); never rejects.
+   */
+  drain(): Promise<void> {
+    if (this.#draining === undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#draining = this.#drainInOrder().finally(() => {
+        this.#draining = undefined;
+        // Left over: a write failed, or records arrived after the loop ended.
+        if (this.#queue.size > 0) this.#schedule();
+      });
+    }
+    return this.#draining;
+  }
+
+  /**
+   * Stops retrying. What is still waiting is reported and returned: the
+   * caller may try one last drain first (see RequestTracker.close).
+   */
+  close(): RequestRecord[] {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    return [...this.#queue.values()];
+  }
+
+  async #drainInOrder(): Promise<void> {
+    let written = 0;
+    for (const [id, record] of this.#queue) {
+      try {
+        await this.#options.write(record);
+      } catch (error) {
+        this.#delayMs = Math.min(this.#delayMs * 2, this.#maxDelayMs);
+        this.#options.logger.debug({ err: error, written, waiting: this.#queue.size, retryInMs: this.#delayMs }, 'outbox: the store is still unavailable');
+        return;
+      }
+      // Deleting the entry being visited is safe while iterating a Map; later
+      // entries (queued meanwhile) are still visited, in order.
+      this.#queue.delete(id);
+      this.#options.metrics.outboxSize.set(this.#queue.size);
+      written += 1;
+    }
+    this.#delayMs = this.#initialDelayMs;
+    if (written > 0) this.#options.logger.info({ written }, 'outbox drained: every waiting request record is in the store');
+  }
+
+  /** At most one timer; a drain under way reschedules itself when it ends (see drain). */
+  #schedule(): void {
+    if (this.#closed || this.#timer !== undefined || this.#draining !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.drain();
+    }, this.#delayMs);
+    // Housekeeping must not keep a finished process alive; close() reports what is left.
+    this.#timer.unref();
+  }
+}

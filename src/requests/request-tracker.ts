@@ -1,0 +1,340 @@
+// The one way the gateway reads and changes request records. It stands
+// between the store and its users (the 202 capture, the status endpoint, the
+// internal API, the reconciler) for three reasons:
+//
+// - A store that is down must not lose a record a client was promised by a
+//   202: such records wait in the outbox, in order, until it answers again.
+// - Store failures leave as one `store_unavailable` (503) carrying the
+//   configured Retry-After, whatever the store threw.
+// - Long polls need to hear of status changes: one store subscription here,
+//   fanned out to the watches of this instance, instead of one per poll or a
+//   loop reading the store.
+import type { Logger } from 'pino';
+import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
+import { Outbox } from './outbox.js';
+
+/** What became of a record handed to `record()`. */
+export type RecordOutcome =
+  /** In the store. */
+  | 'recorded'
+  /** The store is down: waiting in the outbox. */
+  | 'queued'
+  /** The store is down and the outbox full: lost (logged, counted). */
+  | 'dropped'
+  /** A record with that id exists already; it is left as it is. */
+  | 'duplicate';
+
+/** Who asked for a transition (a label of the transitions metric). */
+export type TransitionSource = 'internal_api' | 'upstream';
+
+/**
+ * What a watch reports: the new status, `recheck` when changes may have been
+ * missed (the store's feed of changes was interrupted: read the record
+ * again), or null when the time ran out or the watch was closed.
+ */
+export type WatchEvent = TerminalStatus | 'recheck' | null;
+
+export interface RequestWatch {
+  /**
+   * Resolves at the next change, or with one that came since the watch was
+   * opened and was not reported yet, or with null after `timeoutMs`. One
+   * call at a time.
+   */
+  next(timeoutMs: number): Promise<WatchEvent>;
+  /** Ends the watch; a `next` under way resolves null. Idempotent. */
+  close(): void;
+  /** Closed by `close()`, or by the tracker ending every watch: `next` answers null at once. */
+  readonly closed: boolean;
+}
+
+export interface RequestTrackerOptions {
+  store: Store;
+  metrics: Metrics;
+  logger: Logger;
+  /** `requests.retentionS` in ms: how long a record is kept after its last change. */
+  retentionMs: number;
+  /** `requests.retryAfterS`: the Retry-After of a 503. */
+  retryAfterS: number;
+  outboxMaxEntries: number;
+  /** Open watches (long polls) this instance keeps at most; past it, polls answer at once. */
+  maxWatches?: number;
+  outboxRetryDelayMs?: { initial: number; max: number };
+}
+
+/** A long poll holds a watch, a timer and a socket: bounded well below what the process can hold. */
+const DEFAULT_MAX_WATCHES = 10_000;
+
+export class RequestTracker {
+  readonly #store: Store;
+  readonly #metrics: Metrics;
+  readonly #logger: Logger;
+  readonly #retentionMs: number;
+  readonly #retryAfterS: number;
+  readonly #maxWatches: number;
+  readonly #outbox: Outbox;
+  readonly #watches = new Map<string, Set<Watch>>();
+  #watchCount = 0;
+  readonly #unsubscribe: Array<() => void>;
+  #closed = false;
+
+  constructor(options: RequestTrackerOptions) {
+    this.#store = options.store;
+    this.#metrics = options.metrics;
+    this.#logger = options.logger.child({ component: 'requests' });
+    this.#retentionMs = options.retentionMs;
+    this.#retryAfterS = options.retryAfterS;
+    this.#maxWatches = options.maxWatches ?? DEFAULT_MAX_WATCHES;
+    this.#outbox = new Outbox({
+      maxEntries: options.outboxMaxEntries,
+      write: (record) => this.#writeQueued(record),
+      metrics: options.metrics,
+      logger: this.#logger,
+      ...(options.outboxRetryDelayMs && {
+        initialRetryDelayMs: options.outboxRetryDelayMs.initial,
+        maxRetryDelayMs: options.outboxRetryDelayMs.max,
+      }),
+    });
+    this.#unsubscribe = [
+      this.#store.onRequestStatusChanged(({ id, status }) => this.#notify(id, status)),
+      // The Redis store's feed of status changes runs on the connection whose
+      // interruption this reports: changes may have been missed meanwhile.
+      this.#store.onRevocationFeedResumed(() => this.#notifyAll('recheck')),
+    ];
+  }
+
+  /** Records waiting in the outbox for the store. */
+  get queued(): number {
+    return this.#outbox.size;
+  }
+
+  /** Open watches (long polls under way). */
+  get watching(): number {
+    return this.#watchCount;
+  }
+
+  /**
+   * Records a new pending request. Never rejects: a store failure queues the
+   * record in the outbox, and a full outbox is reported (`dropped`).
+   */
+  async record(record: RequestRecord): Promise<RecordOutcome> {
+    if (this.#outbox.has(record.id)) return 'duplicate';
+    // While records wait, new ones queue behind them: the store receives
+    // them in the order their 202s went out.
+    if (this.#outbox.size > 0) return this.#enqueue(record);
+    try {
+      return (await this.#store.createRequest(record, this.#retentionMs)) ? 'recorded' : 'duplicate';
+    } catch (error) {
+      this.#logger.warn({ err: error, requestId: record.id }, 'request record not written: the store is unavailable; it waits in the outbox');
+      return this.#enqueue(record);
+    }
+  }
+
+  /**
+   * The record, or null when there is none (never made, or expired). Rejects
+   * with `store_unavailable` whenever the store does not answer — also for a
+   * record in this instance's outbox: a write that timed out on our side may
+   * have landed after all and been completed through another instance since,
+   * so "pending" from memory could be a wrong answer, and 503 never is. Once
+   * the store answers, a record it does not hold yet but the outbox does is
+   * answered from the outbox (pending, and rightly so: nobody can have
+   * changed a record the store has never seen), never as unknown.
+   */
+  async get(id: string): Promise<RequestRecord | null> {
+    let stored: RequestRecord | null;
+    try {
+      stored = await this.#store.getRequest(id);
+    } catch (error) {
+      throw this.#unavailable(error);
+    }
+    return stored ?? this.#outbox.get(id) ?? null;
+  }
+
+  /** Whether this record waits in the outbox for the store. */
+  isQueued(id: string): boolean {
+    return this.#outbox.has(id);
+  }
+
+  /**
+   * Moves a pending record to a terminal state (atomically, in the store).
+   * A record still waiting in the outbox must be written first: until it is,
+   * the transition is refused as `store_unavailable`, never as unknown.
+   */
+  async transition(id: string, status: TerminalStatus, source: TransitionSource): Promise<TransitionOutcome> {
+    if (this.#outbox.has(id)) {
+      await this.#outbox.drain();
+      if (this.#outbox.has(id)) {
+        this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
+        throw this.#unavailable(new Error('the record still waits in the outbox'));
+      }
+    }
+    let outcome: TransitionOutcome;
+    try {
+      outcome = await this.#store.transitionRequest(id, status, this.#retentionMs);
+    } catch (error) {
+      this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
+      throw this.#unavailable(error);
+    }
+    this.#metrics.statusTransitions.inc({ source, outcome });
+    const log = outcome === 'applied' ? 'info' : 'debug';
+    this.#logger[log]({ event: 'request_transition', requestId: id, status, source, outcome }, 'request status transition');
+    return outcome;
+  }
+
+  /**
+   * Opens a watch on one request: from now on, its changes (from any
+   * instance sharing the store) are reported, including one that comes
+   * before the first `next`. Open it before reading the record, so a change
+   * between the read and the wait is not missed. Null when too many watches
+   * are open: the caller answers at once instead of waiting.
+   */
+  watch(id: string): RequestWatch | null {
+    if (this.#closed || this.#watchCount >= this.#maxWatches) return null;
+    const watch = new Watch(() => this.#forget(id, watch));
+    let watches = this.#watches.get(id);
+    if (watches === undefined) {
+      watches = new Set();
+      this.#watches.set(id, watches);
+    }
+    watches.add(watch);
+    this.#watchCount += 1;
+    return watch;
+  }
+
+  /**
+   * Waits for the next change of one request, at most `timeoutMs`: the new
+   * status, `recheck`, or null (time out, too many waiters, closed, aborted).
+   */
+  async waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<WatchEvent> {
+    const watch = this.watch(id);
+    if (watch === null) return null;
+    const abort = () => watch.close();
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      return signal?.aborted ? null : await watch.next(timeoutMs);
+    } finally {
+      signal?.removeEventListener('abort', abort);
+      watch.close();
+    }
+  }
+
+  /**
+   * Ends every long poll at once (they answer with what they know), so that
+   * closing the listeners need not wait for them. New watches are refused.
+   */
+  endWatches(): void {
+    this.#closed = true;
+    for (const watches of [...this.#watches.values()]) for (const watch of [...watches]) watch.close();
+  }
+
+  /**
+   * Ends the watches, stops listening to the store and makes one last
+   * attempt to write what waits in the outbox; whatever is still there then
+   * is lost with this process, and logged as such.
+   */
+  async close(): Promise<void> {
+    this.endWatches();
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    if (this.#outbox.size > 0) await this.#outbox.drain();
+    const lost = this.#outbox.close();
+    if (lost.length > 0) {
+      this.#logger.error(
+        { event: 'outbox_lost', records: lost.length, requestIds: lost.slice(0, 100).map((record) => record.id) },
+        'request records still waiting for the store are lost with this process',
+      );
+    }
+  }
+
+  #enqueue(record: RequestRecord): RecordOutcome {
+    if (this.#outbox.enqueue(record)) return 'queued';
+    this.#metrics.outboxDropped.inc();
+    this.#logger.error(
+      { event: 'outbox_full', requestId: record.id, route: record.route, outboxSize: this.#outbox.size },
+      'outbox full while the store is unavailable: request record dropped; its status endpoint will not find it',
+    );
+    return 'dropped';
+  }
+
+  async #writeQueued(record: RequestRecord): Promise<void> {
+    const created = await this.#store.createRequest(record, this.#retentionMs);
+    // Already there: an earlier attempt that timed out on our side landed after all.
+    if (!created) this.#logger.debug({ requestId: record.id }, 'outbox: record was already in the store');
+  }
+
+  #notify(id: string, status: TerminalStatus): void {
+    const watches = this.#watches.get(id);
+    if (watches === undefined) return;
+    for (const watch of watches) watch.notify(status);
+  }
+
+  #notifyAll(event: 'recheck'): void {
+    for (const watches of this.#watches.values()) for (const watch of watches) watch.notify(event);
+  }
+
+  #forget(id: string, watch: Watch): void {
+    const watches = this.#watches.get(id);
+    if (watches === undefined || !watches.delete(watch)) return;
+    this.#watchCount -= 1;
+    if (watches.size === 0) this.#watches.delete(id);
+  }
+
+  #unavailable(cause: unknown): GatehouseError {
+    return gatehouseError('store_unavailable', { cause, headers: { 'retry-after': String(this.#retryAfterS) } });
+  }
+}
+
+class Watch implements RequestWatch {
+  readonly #onClose: () => void;
+  /** A change that came while nobody was waiting in `next`. */
+  #unreported: Exclude<WatchEvent, null> | undefined;
+  #settle: ((event: WatchEvent) => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(onClose: () => void) {
+    this.#onClose = onClose;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  notify(event: Exclude<WatchEvent, null>): void {
+    if (this.#closed) return;
+    if (this.#settle !== undefined) {
+      this.#settle(event);
+      return;
+    }
+    // A terminal status is final and outranks a mere "recheck".
+    if (this.#unreported === undefined || this.#unreported === 'recheck') this.#unreported = event;
+  }
+
+  next(timeoutMs: number): Promise<WatchEvent> {
+    if (this.#settle !== undefined) throw new Error('RequestWatch.next is already waiting');
+    if (this.#closed) return Promise.resolve(null);
+    if (this.#unreported !== undefined) {
+      const event = this.#unreported;
+      this.#unreported = undefined;
+      return Promise.resolve(event);
+    }
+    return new Promise<WatchEvent>((resolve) => {
+      this.#settle = (event) => {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#settle = undefined;
+        resolve(event);
+      };
+      this.#timer = setTimeout(() => this.#settle?.(null), Math.max(0, timeoutMs));
+      // The client's open request keeps the process busy, not this timer.
+      this.#timer.unref();
+    });
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#settle?.(null);
+    this.#onClose();
+  }
+}

@@ -1,0 +1,194 @@
+// Routes that name the upstream's own status URL, on both stores: a client's
+// poll of a pending request makes the gateway ask the upstream — once per id
+// at a time, at most once per interval, within a timeout — and a terminal
+// answer is recorded. An upstream that is down, slow or talking nonsense
+// leaves the request pending: it is never turned into `failed`.
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { testRedisUrl } from '../helpers/redis-server.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import { SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, metric, poll, reportStatus, sleep, startScriptedUpstream, type ScriptedUpstream } from './support.js';
+
+const INTERVAL_MS = 300;
+const TIMEOUT_MS = 300;
+
+/** The upstream's status service: answers per id as the test says (default pending), counting questions. */
+interface StatusService extends Upstream {
+  answers: Map<string, (res: ServerResponse) => void>;
+  asked(id: string): number;
+}
+
+async function startStatusService(): Promise<StatusService> {
+  const answers = new Map<string, (res: ServerResponse) => void>();
+  const counts = new Map<string, number>();
+  const upstream = await startUpstream((req, res) => {
+    const id = (req.url ?? '').split('/').pop() ?? '';
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+    const answer = answers.get(id);
+    if (answer) answer(res);
+    else json(res, 200, { status: 'pending' });
+  });
+  return Object.assign(upstream, { answers, asked: (id: string) => counts.get(id) ?? 0 });
+}
+
+function json(res: ServerResponse, statusCode: number, body: unknown): void {
+  res.writeHead(statusCode, { 'content-type': 'application/json' });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+/** An address where nothing listens (a server bound, then closed). */
+async function deadOrigin(): Promise<string> {
+  const gone = await startUpstream();
+  await gone.close();
+  return gone.url;
+}
+
+describe.each(STORE_KINDS)('reconciling with the upstream status URL on the %s store', (kind) => {
+  let redis: { url: string; close(): Promise<void> } | undefined;
+  let store: TestStore;
+  let up: ScriptedUpstream;
+  let status: StatusService;
+  let gw: TestGateway;
+  let alice: TokenSetBody;
+
+  beforeAll(async () => {
+    redis = kind === 'redis' ? await testRedisUrl() : undefined;
+    store = new TestStore(await makeStore(kind, redis?.url ?? ''));
+    [up, status] = await Promise.all([startScriptedUpstream(), startStatusService()]);
+    const reconcile = { statusPollIntervalMs: INTERVAL_MS, statusTimeoutMs: TIMEOUT_MS };
+    gw = await startTestGateway({
+      store,
+      config: {
+        requests: { serviceToken: SERVICE_TOKEN, maxWaitS: 3 },
+        routes: [
+          { name: 'orders', prefix: '/orders', upstreams: [up.url], async: { statusUrlTemplate: `${status.url}/jobs/{requestId}`, ...reconcile } },
+          { name: 'down', prefix: '/down', upstreams: [up.url], async: { statusUrlTemplate: `${await deadOrigin()}/jobs/{requestId}`, ...reconcile } },
+          { name: 'plain', prefix: '/plain', upstreams: [up.url] },
+        ],
+      },
+    });
+    alice = await login(gw.url, 'alice', 'alice-password-1');
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await store?.close();
+    await Promise.all([up?.close(), status?.close()]);
+    await redis?.close();
+  });
+
+  async function accept(route = '/orders'): Promise<string> {
+    const response = await fetch(`${gw.url}${route}/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { requestId: string }).requestId;
+  }
+
+  const statusOf = async (id: string, wait?: string) => (await poll(gw.url, id, alice.access_token, wait === undefined ? {} : { wait })).body;
+
+  it("keeps the request's own status URL in its record", async () => {
+    const id = await accept();
+    expect((await store.inner.getRequest(id))!.statusUrl).toBe(`${status.url}/jobs/${id}`);
+    expect((await store.inner.getRequest(await accept('/plain')))!.statusUrl).toBeUndefined();
+  });
+
+  it('records a completion the upstream reports, and stops asking then', async () => {
+    const id = await accept();
+    expect(await statusOf(id)).toEqual({ status: 'pending' });
+    expect(status.asked(id)).toBe(1);
+    const before = await metric(gw.adminUrl!, 'gatehouse_request_transitions_total', { source: 'upstream', outcome: 'applied' });
+    status.answers.set(id, (res) => json(res, 200, { status: 'completed', extra: 'ignored' }));
+    await sleep(INTERVAL_MS + 50);
+    expect(await statusOf(id)).toEqual({ status: 'completed' });
+    expect((await store.inner.getRequest(id))!.status).toBe('completed');
+    expect(await metric(gw.adminUrl!, 'gatehouse_request_transitions_total', { source: 'upstream', outcome: 'applied' })).toBe(before + 1);
+    // Recorded for good: the backend's own report is a repeat, and the upstream is not asked again.
+    expect((await reportStatus(gw.adminUrl!, id, { status: 'completed' })).body).toMatchObject({ outcome: 'already_applied' });
+    await sleep(INTERVAL_MS + 50);
+    expect(await statusOf(id)).toEqual({ status: 'completed' });
+    expect(status.asked(id)).toBe(2);
+  });
+
+  it('records a failure the upstream reports', async () => {
+    const id = await accept();
+    status.answers.set(id, (res) => json(res, 200, { status: 'failed' }));
+    expect(await statusOf(id)).toEqual({ status: 'failed' });
+    expect((await store.inner.getRequest(id))!.status).toBe('failed');
+  });
+
+  it('does not ask about a request that has ended already', async () => {
+    const id = await accept();
+    await reportStatus(gw.adminUrl!, id, { status: 'failed' });
+    status.answers.set(id, (res) => json(res, 200, { status: 'completed' }));
+    expect(await statusOf(id)).toEqual({ status: 'failed' });
+    expect(status.asked(id)).toBe(0);
+  });
+
+  it('asks once for many concurrent polls (single flight)', async () => {
+    const id = await accept();
+    status.answers.set(id, (res) => setTimeout(() => json(res, 200, { status: 'completed' }), 200));
+    const answers = await Promise.all(Array.from({ length: 12 }, () => statusOf(id)));
+    expect(answers).toEqual(Array.from({ length: 12 }, () => ({ status: 'completed' })));
+    expect(status.asked(id)).toBe(1);
+  });
+
+  it('asks at most once per statusPollIntervalMs for one request', async () => {
+    const id = await accept();
+    for (let i = 0; i < 5; i++) expect(await statusOf(id)).toEqual({ status: 'pending' });
+    expect(status.asked(id)).toBe(1);
+    await sleep(INTERVAL_MS + 50);
+    expect(await statusOf(id)).toEqual({ status: 'pending' });
+    expect(status.asked(id)).toBe(2);
+  });
+
+  it('asks again at its interval during a long poll, and answers as soon as the upstream says so', async () => {
+    const id = await accept();
+    setTimeout(() => status.answers.set(id, (res) => json(res, 200, { status: 'completed' })), 150);
+    const answer = await poll(gw.url, id, alice.access_token, { wait: '3' });
+    expect(answer.body).toEqual({ status: 'completed' });
+    expect(answer.tookMs).toBeGreaterThanOrEqual(INTERVAL_MS - 20);
+    expect(answer.tookMs).toBeLessThan(2 * INTERVAL_MS + 400);
+    expect(status.asked(id)).toBe(2);
+  });
+
+  it('leaves a request pending when the status URL is down, never failed', async () => {
+    const id = await accept('/down');
+    const answer = await poll(gw.url, id, alice.access_token);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ status: 'pending' });
+    expect(answer.headers.get('retry-after')).not.toBeNull();
+    expect((await store.inner.getRequest(id))!.status).toBe('pending');
+    expect(gw.logs.entries()).toContainEqual(expect.objectContaining({ msg: expect.stringMatching(/upstream status URL unavailable/), requestId: id }));
+  });
+
+  it('gives up on a slow status URL after statusTimeoutMs, leaving the request pending', async () => {
+    const id = await accept();
+    status.answers.set(id, (res) => setTimeout(() => json(res, 200, { status: 'completed' }), 1_500));
+    const answer = await poll(gw.url, id, alice.access_token);
+    expect(answer.body).toEqual({ status: 'pending' });
+    expect(answer.tookMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+    expect(answer.tookMs).toBeLessThan(TIMEOUT_MS + 700);
+    expect((await store.inner.getRequest(id))!.status).toBe('pending');
+  });
+
+  it.each([
+    ['a 500', (res: ServerResponse) => json(res, 500, { status: 'failed' })],
+    ['a 404', (res: ServerResponse) => json(res, 404, { status: 'failed' })],
+    ['a body that is not JSON', (res: ServerResponse) => json(res, 200, 'completed')],
+    ['an unknown status', (res: ServerResponse) => json(res, 200, { status: 'done' })],
+    ['a status in the wrong case', (res: ServerResponse) => json(res, 200, { status: 'FAILED' })],
+    ['an oversized body', (res: ServerResponse) => json(res, 200, { status: 'failed', pad: 'x'.repeat(64 * 1024) })],
+    ['a cut-off answer', (res: ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.end('{"status":');
+      res.destroy();
+    }],
+  ])('leaves a request pending when the status URL answers %s', async (_case, answer) => {
+    const id = await accept();
+    status.answers.set(id, answer);
+    expect(await statusOf(id)).toEqual({ status: 'pending' });
+    expect(status.asked(id)).toBe(1);
+    expect((await store.inner.getRequest(id))!.status).toBe('pending');
+  });
+});

@@ -1,0 +1,333 @@
+// The status endpoint (spec 4.3) on both stores: both paths, both methods,
+// access and refresh tokens; only the owner sees a request, everyone else
+// gets the same 404 as for an id that never existed; long polls answer when
+// the status changes, also when it is changed through another instance.
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { testRedisUrl } from '../helpers/redis-server.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, eventually, makeStore, poll, reportStatus, sleep, startScriptedUpstream, type ScriptedUpstream } from './support.js';
+
+describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
+  let redis: { url: string; close(): Promise<void> } | undefined;
+  let keyPrefix: string;
+  let store: TestStore;
+  let up: ScriptedUpstream;
+  let gw: TestGateway;
+  let alice: TokenSetBody;
+  let bob: TokenSetBody;
+
+  const routes = () => [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }];
+
+  beforeAll(async () => {
+    redis = kind === 'redis' ? await testRedisUrl() : undefined;
+    keyPrefix = `test:${randomUUID()}:`;
+    store = new TestStore(await makeStore(kind, redis?.url ?? '', keyPrefix));
+    up = await startScriptedUpstream();
+    gw = await startTestGateway({
+      store,
+      config: { requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 2, maxWaitS: 2 }, routes: routes() },
+    });
+    [alice, bob] = await Promise.all([login(gw.url, 'alice', 'alice-password-1'), login(gw.url, 'bob', 'bob-password-1')]);
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await store?.close();
+    await up?.close();
+    await redis?.close();
+  });
+
+  /** A fresh asynchronous request made by `tokens`' user through `on`; its id. */
+  async function accept(on: TestGateway = gw, tokens: TokenSetBody = alice): Promise<string> {
+    const response = await fetch(`${on.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { requestId: string }).requestId;
+  }
+
+  describe('answers', () => {
+    const shapes = [
+      ['GET', '/api/v1'],
+      ['POST', '/api/v1'],
+      ['GET', '/v1'],
+      ['POST', '/v1'],
+    ] as const;
+
+    it.each(shapes)('%s %s/requests/<id>/status with an access token and with a refresh token', async (method, base) => {
+      const id = await accept();
+      for (const token of [alice.access_token, alice.refresh_token]) {
+        const answer = await poll(gw.url, id, token, { method, base });
+        expect(answer.status).toBe(200);
+        expect(answer.body).toEqual({ status: 'pending' });
+        expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(answer.headers.get('retry-after')).toBe('2');
+        expect(answer.headers.get('cache-control')).toBe('no-store');
+      }
+    });
+
+    it.each([
+      ['no body', undefined, undefined],
+      ['an empty JSON body', '', 'application/json'],
+      ['a JSON body', '{"anything": true}', 'application/json'],
+      ['malformed JSON', '{"oops', 'application/json'],
+      ['a text body', 'hello', 'text/plain'],
+      ['a body without a type', 'raw bytes', undefined],
+    ])('takes a POST with %s, ignoring it', async (_case, body, type) => {
+      const id = await accept();
+      const answer = await poll(gw.url, id, alice.access_token, {
+        method: 'POST',
+        ...(body === undefined ? {} : { body }),
+        ...(type === undefined ? {} : { headers: { 'content-type': type } }),
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ status: 'pending' });
+    });
+
+    it('reports completed and failed, without Retry-After', async () => {
+      const [done, broken] = await Promise.all([accept(), accept()]);
+      expect((await reportStatus(gw.adminUrl!, done, { status: 'completed' })).status).toBe(200);
+      expect((await reportStatus(gw.adminUrl!, broken, { status: 'failed' })).status).toBe(200);
+      for (const [id, status] of [[done, 'completed'], [broken, 'failed']] as const) {
+        const answer = await poll(gw.url, id, alice.access_token);
+        expect(answer.body).toEqual({ status });
+        expect(answer.headers.get('retry-after')).toBeNull();
+        expect(answer.headers.get('cache-control')).toBe('no-store');
+      }
+    });
+
+    it('finds an id written in upper case', async () => {
+      const id = await accept();
+      expect((await poll(gw.url, id.toUpperCase(), alice.access_token)).body).toEqual({ status: 'pending' });
+    });
+
+    it('costs one store read per poll: the bearer check is served from its cache', async () => {
+      const id = await accept();
+      await poll(gw.url, id, alice.access_token);
+      const sessions = store.calls.getSession;
+      const reads = store.calls.getRequest;
+      for (let i = 0; i < 5; i++) expect((await poll(gw.url, id, alice.access_token)).status).toBe(200);
+      expect(store.calls.getSession).toBe(sessions);
+      expect(store.calls.getRequest).toBe(reads + 5);
+    });
+  });
+
+  describe('refuses', () => {
+    it.each([
+      ['no Authorization header', {}, 'Bearer realm="gatehouse"'],
+      ['a garbage token', { authorization: 'Bearer not.a.token' }, /^Bearer realm="gatehouse", error="invalid_token"/],
+      ['a Basic header', { authorization: 'Basic YWxpY2U6eA==' }, /error="invalid_token"/],
+    ])('%s with 401 and a challenge, on both paths and methods', async (_case, headers, challenge) => {
+      const id = await accept();
+      for (const [method, base] of [['GET', '/api/v1'], ['POST', '/v1']] as const) {
+        const answer = await poll(gw.url, id, undefined, { method, base, headers });
+        expect(answer.status).toBe(401);
+        expect(answer.headers.get('www-authenticate')).toMatch(challenge);
+        expect(answer.body).toEqual({ $diagnoses: [expect.objectContaining({ $severity: 'error', $detail: expect.stringMatching(/^401 \(Unauthorized\) - invalid_token: /) })] });
+      }
+    });
+
+    it('asks for a token before it says anything about an id', async () => {
+      expect((await poll(gw.url, 'not-a-uuid', undefined)).status).toBe(401);
+      expect((await poll(gw.url, randomUUID(), undefined)).status).toBe(401);
+    });
+
+    it("shows a request to nobody but its owner: someone else's id is a 404 like an unknown one", async () => {
+      const id = await accept(gw, alice);
+      const others = await poll(gw.url, id, bob.access_token);
+      const unknown = await poll(gw.url, randomUUID(), bob.access_token);
+      expect(others.status).toBe(404);
+      expect(others.body).toEqual(NOT_FOUND_BODY);
+      expect(unknown.body).toEqual(others.body);
+      // Not even the refresh token or the other path of someone else gets in.
+      expect((await poll(gw.url, id, bob.refresh_token, { method: 'POST', base: '/v1' })).status).toBe(404);
+      // While the owner still does.
+      expect((await poll(gw.url, id, alice.access_token)).status).toBe(200);
+    });
+
+    it.each([
+      ['not a UUID', 'abc'],
+      ['a UUID with a bad digit', '1234567g-1234-1234-1234-123456789012'],
+      ['a UUID and more', `${randomUUID()}x`],
+      ['an extra segment', `${randomUUID()}/more`],
+      ['an encoded slash', `${randomUUID()}%2Fx`],
+      ['a huge id', 'a'.repeat(5000)],
+    ])('an id that is %s with the same 404', async (_case, id) => {
+      const answer = await poll(gw.url, id, alice.access_token);
+      expect(answer.status).toBe(404);
+      expect(answer.body).toEqual(NOT_FOUND_BODY);
+    });
+
+    it('a path that is not .../status with the same 404', async () => {
+      const id = await accept();
+      const response = await fetch(`${gw.url}/api/v1/requests/${id}/statusx`, { headers: { authorization: `Bearer ${alice.access_token}` } });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toEqual(NOT_FOUND_BODY);
+    });
+  });
+
+  describe('long polling (?wait=)', () => {
+    it('answers within ~100 ms of the change, reported through the internal API', async () => {
+      const id = await accept();
+      const waiting = poll(gw.url, id, alice.access_token, { wait: '2' });
+      await sleep(300);
+      const changedAt = performance.now();
+      expect((await reportStatus(gw.adminUrl!, id, { status: 'completed' })).status).toBe(200);
+      const answer = await waiting;
+      expect(answer.body).toEqual({ status: 'completed' });
+      expect(answer.headers.get('retry-after')).toBeNull();
+      expect(performance.now() - changedAt).toBeLessThan(150);
+      expect(answer.tookMs).toBeGreaterThanOrEqual(290);
+    });
+
+    it('answers within ~100 ms when the change is made through ANOTHER gateway instance', async () => {
+      // Its own store object (its own Redis connections and subscriber), as
+      // another process would have; the in-memory store can only be shared.
+      const otherStore = kind === 'redis' ? await makeStore(kind, redis!.url, keyPrefix) : store.inner;
+      const other = await startTestGateway({ store: otherStore, config: { requests: { serviceToken: SERVICE_TOKEN }, routes: routes() } });
+      try {
+        const id = await accept();
+        const waiting = poll(gw.url, id, alice.access_token, { wait: '2', method: 'POST', base: '/v1' });
+        await sleep(300);
+        const changedAt = performance.now();
+        const put = await reportStatus(other.adminUrl!, id, { status: 'failed' });
+        expect(put.body).toEqual({ id, status: 'failed', outcome: 'applied' });
+        const answer = await waiting;
+        expect(answer.body).toEqual({ status: 'failed' });
+        expect(performance.now() - changedAt).toBeLessThan(150);
+      } finally {
+        await other.close();
+        if (otherStore !== store.inner) await otherStore.close();
+      }
+    });
+
+    it('reads the record again when the change feed was interrupted, so a missed change still ends the wait', async () => {
+      const id = await accept();
+      const waiting = poll(gw.url, id, alice.access_token, { wait: '2' });
+      await eventually(() => gw.gateway.requests.watching === 1, 1_000, 'the long poll to start');
+      // The change happens while this instance hears nothing of it…
+      store.muteStatusChanges = true;
+      try {
+        expect(await store.inner.transitionRequest(id, 'completed', 60_000)).toBe('applied');
+        await sleep(100);
+        expect(gw.gateway.requests.watching).toBe(1);
+        // …until the feed is back: then the record is read again.
+        store.resumeFeed();
+        const answer = await waiting;
+        expect(answer.body).toEqual({ status: 'completed' });
+        expect(answer.tookMs).toBeLessThan(1_500);
+      } finally {
+        store.muteStatusChanges = false;
+      }
+    });
+
+    it('answers at once for a request that has ended already', async () => {
+      const id = await accept();
+      await reportStatus(gw.adminUrl!, id, { status: 'completed' });
+      const answer = await poll(gw.url, id, alice.access_token, { wait: '2' });
+      expect(answer.body).toEqual({ status: 'completed' });
+      expect(answer.tookMs).toBeLessThan(500);
+    });
+
+    it('answers pending when nothing changes, after the wait', async () => {
+      const id = await accept();
+      const answer = await poll(gw.url, id, alice.access_token, { wait: '0.4' });
+      expect(answer.body).toEqual({ status: 'pending' });
+      expect(answer.headers.get('retry-after')).toBe('2');
+      expect(answer.tookMs).toBeGreaterThanOrEqual(380);
+      expect(answer.tookMs).toBeLessThan(1_500);
+    });
+
+    it('waits no longer than requests.maxWaitS, whatever the client asks', async () => {
+      const id = await accept();
+      const answer = await poll(gw.url, id, alice.access_token, { wait: '300' });
+      expect(answer.body).toEqual({ status: 'pending' });
+      expect(answer.tookMs).toBeGreaterThanOrEqual(1_950);
+      expect(answer.tookMs).toBeLessThan(3_500);
+    });
+
+    it('wait=0 answers at once', async () => {
+      const id = await accept();
+      const answer = await poll(gw.url, id, alice.access_token, { wait: '0' });
+      expect(answer.body).toEqual({ status: 'pending' });
+      expect(answer.tookMs).toBeLessThan(500);
+    });
+
+    it.each([['abc'], ['-1'], [''], ['1e3'], ['0x10'], ['1.2.3']])('refuses wait=%s with 400', async (wait) => {
+      const id = await accept();
+      const answer = await poll(gw.url, id, alice.access_token, { wait });
+      expect(answer.status).toBe(400);
+      expect(answer.body).toEqual({ $diagnoses: [expect.objectContaining({ $detail: '400 (Bad Request) - invalid_request: wait must be a number of seconds' })] });
+    });
+
+    it('keeps nobody waiting on a request that is not theirs', async () => {
+      const id = await accept(gw, alice);
+      const answer = await poll(gw.url, id, bob.access_token, { wait: '2' });
+      expect(answer.status).toBe(404);
+      expect(answer.tookMs).toBeLessThan(500);
+    });
+
+    it('lets go of the watch when the client gives up', async () => {
+      const id = await accept();
+      // node:http, not fetch: an aborted fetch makes undici open a fresh idle
+      // connection, which would hold the gateway's close() until headersTimeout.
+      const req = httpRequest(`${gw.url}/api/v1/requests/${id}/status?wait=2`, { agent: false, headers: { authorization: `Bearer ${alice.access_token}` } });
+      req.on('error', () => {});
+      req.end();
+      await eventually(() => gw.gateway.requests.watching === 1, 1_000, 'the long poll to start');
+      req.destroy();
+      await eventually(() => gw.gateway.requests.watching === 0, 1_000, 'the watch to be released');
+    });
+  });
+});
+
+describe.each(STORE_KINDS)('retention on the %s store', (kind) => {
+  let redis: { url: string; close(): Promise<void> } | undefined;
+  let store: TestStore;
+  let up: ScriptedUpstream;
+  let gw: TestGateway;
+  let alice: TokenSetBody;
+
+  beforeAll(async () => {
+    redis = kind === 'redis' ? await testRedisUrl() : undefined;
+    store = new TestStore(await makeStore(kind, redis?.url ?? ''));
+    up = await startScriptedUpstream();
+    gw = await startTestGateway({
+      store,
+      config: { requests: { serviceToken: SERVICE_TOKEN, retentionS: 1 }, routes: [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }] },
+    });
+    alice = await login(gw.url, 'alice', 'alice-password-1');
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await store?.close();
+    await up?.close();
+    await redis?.close();
+  });
+
+  async function accept(): Promise<string> {
+    const response = await fetch(`${gw.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });
+    return ((await response.json()) as { requestId: string }).requestId;
+  }
+
+  it('forgets a pending record after its retention: 404', async () => {
+    const id = await accept();
+    expect((await poll(gw.url, id, alice.access_token)).status).toBe(200);
+    await sleep(1_150);
+    const answer = await poll(gw.url, id, alice.access_token);
+    expect(answer.status).toBe(404);
+    expect(answer.body).toEqual(NOT_FOUND_BODY);
+  });
+
+  it('keeps a terminal record for a retention counted from its change, then forgets it', async () => {
+    const id = await accept();
+    await sleep(600);
+    expect((await reportStatus(gw.adminUrl!, id, { status: 'completed' })).status).toBe(200);
+    // Past the pending record's own expiry, but within the terminal one's.
+    await sleep(650);
+    expect((await poll(gw.url, id, alice.access_token)).body).toEqual({ status: 'completed' });
+    await sleep(500);
+    expect((await poll(gw.url, id, alice.access_token)).status).toBe(404);
+  });
+});
