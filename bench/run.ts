@@ -1,11 +1,12 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async (all by default). BENCH_DURATION_S and
+// Sections: auth, proxy, engines, async, memory (all by default). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds).
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
+import { runMemorySection } from './memory.js';
 import { runProxySection } from './proxy.js';
 
 const SECTIONS: Record<string, () => Promise<unknown>> = {
@@ -13,6 +14,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   proxy: () => runProxySection(),
   engines: () => runEnginesSection(),
   async: () => runAsyncSection(),
+  memory: runMemorySection,
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -9,7 +9,7 @@ import { generateApiKey } from '../../src/identity/api-keys.js';
 import { hashPassword } from '../../src/identity/passwords.js';
 import { writeUsersFile } from '../../src/identity/users-file.js';
 import { freePort } from '../../test/helpers/ports.js';
-import { processCpuMicros, stopProcess, type ServerProcess } from './processes.js';
+import { own, processCpuMicros, stopProcess, type ServerProcess } from './processes.js';
 
 export const BENCH_USER = 'bench';
 export const BENCH_PASSWORD = 'bench-password-1';
@@ -17,6 +17,10 @@ export const BENCH_PASSWORD = 'bench-password-1';
 export interface GatehouseProcess extends ServerProcess {
   adminUrl: string;
   apiKey: string;
+  /** The temporary folder of its config, users file and keys file. */
+  dir: string;
+  /** The bench user's subject. */
+  userId: string;
 }
 
 export function buildGatehouse(): void {
@@ -27,10 +31,11 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const { key, keyId, hash } = generateApiKey();
   const createdAt = new Date().toISOString();
+  const userId = crypto.randomUUID();
   await writeUsersFile(join(dir, 'users.yaml'), {
     users: {
       [BENCH_USER]: {
-        id: crypto.randomUUID(),
+        id: userId,
         passwordHash: await hashPassword(BENCH_PASSWORD),
         disabled: false,
         createdAt,
@@ -48,12 +53,17 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
     // turn the rest of it into 401s. The check costs the same either way.
     tokens: { issuer: `http://127.0.0.1:${port}`, keysFile: './keys.json', accessTokenTtlS: 3600 },
     routes: options.routes,
-    ...options.extra,
   };
+  // Sections of `extra` merge into the defaults above (tokens: {cacheMaxEntries} keeps the rest).
+  for (const [section, value] of Object.entries(options.extra ?? {})) {
+    const base = (config as Record<string, unknown>)[section];
+    (config as Record<string, unknown>)[section] =
+      base && typeof base === 'object' && value && typeof value === 'object' && !Array.isArray(value) ? { ...base, ...value } : value;
+  }
   const file = join(dir, 'gatehouse.yaml');
   writeFileSync(file, stringify(config));
   // Logs go where production logs go: a file descriptor the process writes to.
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '' } });
+  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '' } }));
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 20_000;
@@ -70,6 +80,8 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
     url,
     adminUrl,
     apiKey: key,
+    dir,
+    userId,
     child,
     cpuMicros: () => processCpuMicros(child.pid!),
     stop: () => stopProcess(child),

@@ -16,6 +16,18 @@ export interface ServerProcess {
 
 const CLOCK_TICKS_PER_S = 100; // USER_HZ on Linux
 
+/** Every server a benchmark started: none may outlive the run, whatever fails. */
+const children = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+export function own(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
 /** CPU time (user + system) a process has used so far, in microseconds. */
 export function processCpuMicros(pid: number): number {
   // utime and stime are fields 14 and 15 of /proc/PID/stat; 12 and 13 after the ") " split.
@@ -25,7 +37,7 @@ export function processCpuMicros(pid: number): number {
 
 /** Starts `node <args>` and waits for its first stdout line: `{"port": N}`. */
 export async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = own(spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start`)), 20_000);

@@ -1,10 +1,34 @@
 // The benchmark's backend: answers every request with ~100 bytes of JSON,
-// and 202 + a requestId for /jobs (the async capture benchmark).
+// 202 + a requestId for /jobs (the async capture benchmark), and bulk bodies
+// for the streaming memory benchmark.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
 const body = JSON.stringify({ ok: true, service: 'bench-upstream', padding: 'x'.repeat(48) });
+const chunk = Buffer.alloc(64 * 1024, 0x61);
+
 const server = createServer((req, res) => {
+  // Streaming benchmarks: POST /bulk counts what it receives; GET /bulk?bytes=N sends N bytes.
+  if (req.url.startsWith('/bulk')) {
+    if (req.method === 'POST') {
+      let received = 0;
+      req.on('data', (data) => (received += data.length));
+      req.on('end', () => res.end(JSON.stringify({ received })));
+      return;
+    }
+    let left = Number(new URL(req.url, 'http://x').searchParams.get('bytes') ?? 0);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': left });
+    const pump = () => {
+      while (left > 0) {
+        const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+        left -= piece.length;
+        if (!res.write(piece)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+    return;
+  }
   if (req.url.startsWith('/jobs')) {
     res.writeHead(202, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ requestId: randomUUID() }));
