@@ -3,33 +3,14 @@
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { addApiKey, getUser, readUsersFile, revokeApiKey, writeUsersFile, findApiKey } from '../identity/users-file.js';
-import { EXIT_OK, UsageError, formatTable, printable, runCli, singlePositional, writeLine, type CliIo } from './io.js';
+import { EXIT_OK, UsageError, dispatch, formatTable, printable, singlePositional, writeLine, type CliIo } from './io.js';
 
 const USAGE = `usage: gatehouse apikeys create USER [--label TEXT]
        gatehouse apikeys revoke KEYID
        gatehouse apikeys list [USER]`;
 
 export async function runApiKeysCommand(args: string[], io: CliIo): Promise<number> {
-  return runCli(USAGE, io, async () => {
-    const [command, ...rest] = args;
-    switch (command) {
-      case 'create':
-        return create(rest, io);
-      case 'revoke':
-        return revoke(rest, io);
-      case 'list':
-        return list(rest, io);
-      case 'help':
-      case '--help':
-      case '-h':
-        writeLine(io.stdout, USAGE);
-        return EXIT_OK;
-      case undefined:
-        throw new UsageError('missing command');
-      default:
-        throw new UsageError(`unknown command: apikeys ${command}`);
-    }
-  });
+  return dispatch('apikeys', USAGE, { create, revoke, list }, args, io);
 }
 
 async function create(args: string[], io: CliIo): Promise<number> {

@@ -54,6 +54,26 @@ export async function runCli(usage: string, io: CliIo, command: () => Promise<nu
   }
 }
 
+export type Subcommand = (args: string[], io: CliIo) => Promise<number>;
+
+/**
+ * Runs `gatehouse <group> <command> …`: the named subcommand, the usage for
+ * help, a usage error for anything else; all through runCli.
+ */
+export function dispatch(group: string, usage: string, subcommands: Record<string, Subcommand>, args: string[], io: CliIo): Promise<number> {
+  return runCli(usage, io, async () => {
+    const [command, ...rest] = args;
+    if (command === undefined) throw new UsageError('missing command');
+    if (command === 'help' || command === '--help' || command === '-h') {
+      writeLine(io.stdout, usage);
+      return EXIT_OK;
+    }
+    const subcommand = Object.hasOwn(subcommands, command) ? subcommands[command] : undefined;
+    if (!subcommand) throw new UsageError(`unknown command: ${group} ${command}`);
+    return subcommand(rest, io);
+  });
+}
+
 function isParseArgsError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');

@@ -13,19 +13,7 @@ import {
   setDisabled,
   writeUsersFile,
 } from '../identity/users-file.js';
-import {
-  CliError,
-  EXIT_OK,
-  UsageError,
-  canPromptHidden,
-  formatTable,
-  promptHidden,
-  readAll,
-  runCli,
-  singlePositional,
-  writeLine,
-  type CliIo,
-} from './io.js';
+import { canPromptHidden, CliError, dispatch, EXIT_OK, formatTable, promptHidden, readAll, singlePositional, UsageError, writeLine, type CliIo } from './io.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -40,30 +28,13 @@ const USAGE = `usage: gatehouse users add NAME [--password-stdin]
   at least ${MIN_PASSWORD_LENGTH} characters.`;
 
 export async function runUsersCommand(args: string[], io: CliIo): Promise<number> {
-  return runCli(USAGE, io, async () => {
-    const [command, ...rest] = args;
-    switch (command) {
-      case 'add':
-        return add(rest, io);
-      case 'disable':
-        return changeStatus(rest, io, true);
-      case 'enable':
-        return changeStatus(rest, io, false);
-      case 'remove':
-        return remove(rest, io);
-      case 'list':
-        return list(rest, io);
-      case 'help':
-      case '--help':
-      case '-h':
-        writeLine(io.stdout, USAGE);
-        return EXIT_OK;
-      case undefined:
-        throw new UsageError('missing command');
-      default:
-        throw new UsageError(`unknown command: users ${command}`);
-    }
-  });
+  return dispatch('users', USAGE, {
+    add,
+    disable: (rest, cli) => changeStatus(rest, cli, true),
+    enable: (rest, cli) => changeStatus(rest, cli, false),
+    remove,
+    list,
+  }, args, io);
 }
 
 async function add(args: string[], io: CliIo): Promise<number> {
