@@ -13,16 +13,16 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       { test: { ...common, name: 'gatehouse', include: ['test/**/*.test.ts'] } },
-      {
-        // Every proxy behaviour again on the other forwarding engine: the
-        // benchmark compares engines only while both pass the same tests.
+      // Every proxy behaviour again on the other forwarding engines: the
+      // benchmark compares engines only while they pass the same tests.
+      ...['http-proxy', 'http-proxy-3'].map((engine) => ({
         test: {
           ...common,
-          name: 'proxy on http-proxy',
-          include: ['test/proxy/**/*.test.ts'],
-          env: { GATEHOUSE_TEST_PROXY_ENGINE: 'http-proxy' },
+          name: `proxy on ${engine}`,
+          include: ['test/proxy/**/*.test.ts', 'test/requests/capture.test.ts'],
+          env: { GATEHOUSE_TEST_PROXY_ENGINE: engine },
         },
-      },
+      })),
     ],
   },
 });

@@ -7,7 +7,7 @@ import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './
 import { startServer } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
 
-const ENGINES = ['http-proxy', 'undici'] as const;
+const ENGINES = ['http-proxy', 'http-proxy-3', 'undici'] as const;
 
 export async function runEnginesSection(overrides: Partial<MeasureSettings> = {}): Promise<Row[]> {
   const settings = { ...settingsFromEnv(overrides), fixedRate: 0 };

@@ -110,7 +110,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
   const engine = config.proxy.engine === 'undici'
     ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
-    : new HttpProxyEngine();
+    : new HttpProxyEngine(config.proxy.engine);
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
   const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.

@@ -1,8 +1,10 @@
-// Forwarding with http-proxy (the design card's engine). The gateway handles
-// the response itself (selfHandleResponse) so the policy side can inspect a
-// 202 before the client sees it; http-proxy does the request half.
+// Forwarding with http-proxy (the design card's engine) or http-proxy-3 (its
+// maintained, API-compatible rewrite): one adapter serves both. The gateway
+// handles the response itself (selfHandleResponse) so the policy side can
+// inspect a 202 before the client sees it; the library does the request half.
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import httpProxy from 'http-proxy';
+import { createProxyServer as createProxyServer3 } from 'http-proxy-3';
 import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
 import { AbandonedError, CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
 
@@ -14,13 +16,18 @@ interface Pending {
 const PENDING = Symbol('gatehouse.pendingForward');
 type TrackedRequest = IncomingMessage & { [PENDING]?: Pending };
 
-export class HttpProxyEngine implements ForwardingEngine {
-  readonly name = 'http-proxy';
-  // prependPath false + req.url = our path: http-proxy's urlJoin would
-  // otherwise collapse `//` inside the query string too.
-  readonly #proxy = httpProxy.createProxyServer({ xfwd: false, selfHandleResponse: true, prependPath: false, changeOrigin: false });
+export type HttpProxyLibrary = 'http-proxy' | 'http-proxy-3';
 
-  constructor() {
+export class HttpProxyEngine implements ForwardingEngine {
+  readonly name: HttpProxyLibrary;
+  readonly #proxy: httpProxy;
+
+  constructor(library: HttpProxyLibrary = 'http-proxy') {
+    this.name = library;
+    // prependPath false + req.url = our path: http-proxy's urlJoin would
+    // otherwise collapse `//` inside the query string too.
+    const options = { xfwd: false, selfHandleResponse: true, prependPath: false, changeOrigin: false };
+    this.#proxy = library === 'http-proxy-3' ? (createProxyServer3(options) as unknown as httpProxy) : httpProxy.createProxyServer(options);
     // http-proxy's `deleteLength` pass sets `content-length: 0` on a DELETE or
     // OPTIONS without one and drops `transfer-encoding`, then streams the body
     // anyway: the backend reads that body as a second request (smuggling).
