@@ -17,7 +17,15 @@ import { readUsersFile, revokeApiKey, setDisabled, writeUsersFile, type UsersFil
 import { createStore } from '../../src/store/create-store.js';
 import { Listeners } from '../../src/store/listeners.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import type { RevocationListener, SessionRecord, Store } from '../../src/store/store.js';
+import type {
+  RequestRecord,
+  RequestStatusChange,
+  RevocationListener,
+  SessionRecord,
+  Store,
+  TerminalStatus,
+  TransitionOutcome,
+} from '../../src/store/store.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
 import { loadKeySet, type KeySet } from '../../src/tokens/keyset.js';
 import type { TokenSet } from '../../src/tokens/types.js';
@@ -89,6 +97,22 @@ class CountingStore implements Store {
   /** Announces a resumed feed without taking Redis away (for the race with a first check). */
   announceFeedResumed(): void {
     this.#feedResumed.emit();
+  }
+
+  createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
+    return this.#inner.createRequest(record, retentionMs);
+  }
+
+  getRequest(id: string): Promise<RequestRecord | null> {
+    return this.#inner.getRequest(id);
+  }
+
+  transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome> {
+    return this.#inner.transitionRequest(id, status, retentionMs, now);
+  }
+
+  onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
+    return this.#inner.onRequestStatusChanged(listener);
   }
 
   ping(): Promise<void> {
