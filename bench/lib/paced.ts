@@ -32,7 +32,7 @@ export async function paced(url: string, options: { rate: number; durationS: num
           res.once('end', () => {
             // Measured from when it was due: a late send counts against the server.
             latencies.push(performance.now() - Math.min(sent, due));
-            if (res.statusCode !== 200) errors++;
+            if ((res.statusCode ?? 500) >= 400) errors++;
             resolve();
           });
         });
