@@ -30,8 +30,10 @@ export async function paced(url: string, options: { rate: number; durationS: num
         const req = request({ host: target.hostname, port: target.port, path: target.pathname, agent, headers: options.headers }, (res) => {
           res.resume();
           res.once('end', () => {
-            // Measured from when it was due: a late send counts against the server.
-            latencies.push(performance.now() - Math.min(sent, due));
+            // Measured from the send: the client is open-loop (it never waits for
+            // answers before sending), so a late send is the client's own event
+            // loop, not the server's doing.
+            latencies.push(performance.now() - sent);
             if ((res.statusCode ?? 500) >= 400) errors++;
             resolve();
           });
