@@ -6,15 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jwtPayload, login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { jwtPayload, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { send } from '../helpers/http-client.js';
-import { testRedisUrl } from '../helpers/redis-server.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, makeStore, metric, poll, startScriptedUpstream, type ScriptedUpstream } from './support.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
 
 const SMALL_BOUND = 256;
 
 describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
-  let redis: { url: string; close(): Promise<void> } | undefined;
+  let fixture: RequestsFixture;
   let store: TestStore;
   let up: ScriptedUpstream;
   let gw: TestGateway;
@@ -22,32 +21,20 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
   let bob: TokenSetBody;
 
   beforeAll(async () => {
-    redis = kind === 'redis' ? await testRedisUrl() : undefined;
-    store = new TestStore(await makeStore(kind, redis?.url ?? ''));
-    up = await startScriptedUpstream();
-    gw = await startTestGateway({
-      store,
-      config: {
-        requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 3 },
-        routes: [
-          { name: 'orders', prefix: '/orders', upstreams: [up.url] },
-          { name: 'jobs', prefix: '/jobs', upstreams: [up.url], async: { requestIdField: 'jobId' } },
-          { name: 'plain', prefix: '/plain', upstreams: [up.url], async: { addHeaders: false } },
-          { name: 'small', prefix: '/small', upstreams: [up.url], async: { maxBodyBytes: SMALL_BOUND } },
-          { name: 'public', prefix: '/public', upstreams: [up.url], auth: 'none' },
-          { name: 'untracked', prefix: '/untracked', upstreams: [up.url], async: { capture: false } },
-        ],
-      },
-    });
-    [alice, bob] = await Promise.all([login(gw.url, 'alice', 'alice-password-1'), login(gw.url, 'bob', 'bob-password-1')]);
+    fixture = await startRequestsFixture(kind, (upstream) => ({
+      requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 3 },
+      routes: [
+        { name: 'orders', prefix: '/orders', upstreams: [upstream.url] },
+        { name: 'jobs', prefix: '/jobs', upstreams: [upstream.url], async: { requestIdField: 'jobId' } },
+        { name: 'plain', prefix: '/plain', upstreams: [upstream.url], async: { addHeaders: false } },
+        { name: 'small', prefix: '/small', upstreams: [upstream.url], async: { maxBodyBytes: SMALL_BOUND } },
+        { name: 'public', prefix: '/public', upstreams: [upstream.url], auth: 'none' },
+        { name: 'untracked', prefix: '/untracked', upstreams: [upstream.url], async: { capture: false } },
+      ],
+    }));
+    ({ store, up, gw, alice, bob } = fixture);
   });
-
-  afterAll(async () => {
-    await gw?.close();
-    await store?.close();
-    await up?.close();
-    await redis?.close();
-  });
+  afterAll(() => fixture?.close());
 
   const as = (tokens: TokenSetBody) => ({ authorization: `Bearer ${tokens.access_token}` });
 

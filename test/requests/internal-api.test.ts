@@ -4,35 +4,26 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
-import { testRedisUrl } from '../helpers/redis-server.js';
-import { SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, metric, poll, reportStatus, startScriptedUpstream, type ScriptedUpstream } from './support.js';
+
+import { SERVICE_TOKEN, STORE_KINDS, TestStore, metric, poll, reportStatus, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
 
 const diagnoses = (detail: string) => ({ $diagnoses: [{ $severity: 'error', $message: expect.any(String), $detail: detail }] });
 
 describe.each(STORE_KINDS)('the internal status API on the %s store', (kind) => {
-  let redis: { url: string; close(): Promise<void> } | undefined;
+  let fixture: RequestsFixture;
   let store: TestStore;
   let up: ScriptedUpstream;
   let gw: TestGateway;
   let alice: TokenSetBody;
 
   beforeAll(async () => {
-    redis = kind === 'redis' ? await testRedisUrl() : undefined;
-    store = new TestStore(await makeStore(kind, redis?.url ?? ''));
-    up = await startScriptedUpstream();
-    gw = await startTestGateway({
-      store,
-      config: { requests: { serviceToken: SERVICE_TOKEN }, routes: [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }] },
-    });
-    alice = await login(gw.url, 'alice', 'alice-password-1');
+    fixture = await startRequestsFixture(kind, (upstream) => ({
+      requests: { serviceToken: SERVICE_TOKEN },
+      routes: [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }],
+    }));
+    ({ store, up, gw, alice } = fixture);
   });
-
-  afterAll(async () => {
-    await gw?.close();
-    await store?.close();
-    await up?.close();
-    await redis?.close();
-  });
+  afterAll(() => fixture?.close());
 
   async function accept(): Promise<string> {
     const response = await fetch(`${gw.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });

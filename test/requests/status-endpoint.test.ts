@@ -5,12 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
-import { testRedisUrl } from '../helpers/redis-server.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, eventually, makeStore, poll, reportStatus, sleep, startScriptedUpstream, type ScriptedUpstream } from './support.js';
+import { startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, eventually, makeStore, poll, reportStatus, sleep, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
 
 describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
-  let redis: { url: string; close(): Promise<void> } | undefined;
+  let fixture: RequestsFixture;
   let keyPrefix: string;
   let store: TestStore;
   let up: ScriptedUpstream;
@@ -18,26 +18,13 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
   let alice: TokenSetBody;
   let bob: TokenSetBody;
 
-  const routes = () => [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }];
+  const routes = (upstream: ScriptedUpstream = up) => [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }];
 
   beforeAll(async () => {
-    redis = kind === 'redis' ? await testRedisUrl() : undefined;
-    keyPrefix = `test:${randomUUID()}:`;
-    store = new TestStore(await makeStore(kind, redis?.url ?? '', keyPrefix));
-    up = await startScriptedUpstream();
-    gw = await startTestGateway({
-      store,
-      config: { requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 2, maxWaitS: 2 }, routes: routes() },
-    });
-    [alice, bob] = await Promise.all([login(gw.url, 'alice', 'alice-password-1'), login(gw.url, 'bob', 'bob-password-1')]);
+    fixture = await startRequestsFixture(kind, (upstream) => ({ requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 2, maxWaitS: 2 }, routes: routes(upstream) }));
+    ({ store, up, gw, alice, bob, keyPrefix } = fixture);
   });
-
-  afterAll(async () => {
-    await gw?.close();
-    await store?.close();
-    await up?.close();
-    await redis?.close();
-  });
+  afterAll(() => fixture?.close());
 
   /** A fresh asynchronous request made by `tokens`' user through `on`; its id. */
   async function accept(on: TestGateway = gw, tokens: TokenSetBody = alice): Promise<string> {
@@ -183,7 +170,7 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
     it('answers within ~100 ms when the change is made through ANOTHER gateway instance', async () => {
       // Its own store object (its own Redis connections and subscriber), as
       // another process would have; the in-memory store can only be shared.
-      const otherStore = kind === 'redis' ? await makeStore(kind, redis!.url, keyPrefix) : store.inner;
+      const otherStore = kind === 'redis' ? await makeStore(kind, fixture.redisUrl!, keyPrefix) : store.inner;
       const other = await startTestGateway({ store: otherStore, config: { requests: { serviceToken: SERVICE_TOKEN }, routes: routes() } });
       try {
         const id = await accept();
@@ -282,29 +269,20 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
 });
 
 describe.each(STORE_KINDS)('retention on the %s store', (kind) => {
-  let redis: { url: string; close(): Promise<void> } | undefined;
+  let fixture: RequestsFixture;
   let store: TestStore;
   let up: ScriptedUpstream;
   let gw: TestGateway;
   let alice: TokenSetBody;
 
   beforeAll(async () => {
-    redis = kind === 'redis' ? await testRedisUrl() : undefined;
-    store = new TestStore(await makeStore(kind, redis?.url ?? ''));
-    up = await startScriptedUpstream();
-    gw = await startTestGateway({
-      store,
-      config: { requests: { serviceToken: SERVICE_TOKEN, retentionS: 1 }, routes: [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }] },
-    });
-    alice = await login(gw.url, 'alice', 'alice-password-1');
+    fixture = await startRequestsFixture(kind, (upstream) => ({
+      requests: { serviceToken: SERVICE_TOKEN, retentionS: 1 },
+      routes: [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }],
+    }));
+    ({ store, up, gw, alice } = fixture);
   });
-
-  afterAll(async () => {
-    await gw?.close();
-    await store?.close();
-    await up?.close();
-    await redis?.close();
-  });
+  afterAll(() => fixture?.close());
 
   async function accept(): Promise<string> {
     const response = await fetch(`${gw.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });

@@ -8,6 +8,8 @@ import { gatehouseError } from '../../src/http/errors.js';
 import { createStore } from '../../src/store/create-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
+import { login, startTestGateway, type StartOptions, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { testRedisUrl } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -237,3 +239,40 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
 export const NOT_FOUND_BODY = {
   $diagnoses: [{ $severity: 'error', $message: 'No such request.', $detail: '404 (Not Found) - not_found: unknown request id' }],
 };
+
+/** A gateway over a TestStore of the given kind, a scripted upstream, and alice and bob logged in. */
+export interface RequestsFixture {
+  store: TestStore;
+  /** The Redis the store uses (kind 'redis'), for a second instance of its own. */
+  redisUrl: string | undefined;
+  keyPrefix: string;
+  up: ScriptedUpstream;
+  gw: TestGateway;
+  alice: TokenSetBody;
+  bob: TokenSetBody;
+  close(): Promise<void>;
+}
+
+export async function startRequestsFixture(kind: StoreKind, config: (up: ScriptedUpstream) => StartOptions['config']): Promise<RequestsFixture> {
+  const redis = kind === 'redis' ? await testRedisUrl() : undefined;
+  const keyPrefix = `test:${randomUUID()}:`;
+  const store = new TestStore(await makeStore(kind, redis?.url ?? '', keyPrefix));
+  const up = await startScriptedUpstream();
+  const gw = await startTestGateway({ store, config: config(up) });
+  const [alice, bob] = await Promise.all([login(gw.url, 'alice', 'alice-password-1'), login(gw.url, 'bob', 'bob-password-1')]);
+  return {
+    store,
+    redisUrl: redis?.url,
+    keyPrefix,
+    up,
+    gw,
+    alice,
+    bob,
+    async close() {
+      await gw.close();
+      await store.close();
+      await up.close();
+      await redis?.close();
+    },
+  };
+}
