@@ -2,7 +2,7 @@
 // that moves bytes to a backend and back. The policy side sees one promise
 // per request: the response head and a body stream, or a GatehouseError.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { UpstreamTarget } from './upstream-pool.js';
 
 export interface ForwardOptions {
@@ -18,9 +18,12 @@ export interface ForwardOptions {
   responseTimeoutMs: number;
 }
 
-export interface UpstreamResponse {
+export interface ResponseHead {
   statusCode: number;
   headers: IncomingHttpHeaders;
+}
+
+export interface UpstreamResponse extends ResponseHead {
   body: Readable;
 }
 
@@ -33,5 +36,12 @@ export interface ForwardingEngine {
    * the upstream request is aborted at once.
    */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse>;
+  /**
+   * The faster path where an engine has one: the response body is written
+   * straight into the Writable that `sink` returns for the response head (the
+   * client's response itself, usually), with no stream in between. Resolves
+   * when the body is complete; rejects as `forward` does.
+   */
+  forwardInto?(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void>;
   close(): void;
 }

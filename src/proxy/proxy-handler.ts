@@ -3,6 +3,7 @@
 // what it does: normalise and route, check the bearer token (a synchronous
 // cache hit in the common case), rewrite headers, stream both ways.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { PassThrough, type Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerToken } from '../auth/bearer.js';
@@ -15,7 +16,7 @@ import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import type { AsyncCapture } from '../requests/async-capture.js';
 import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
-import type { ForwardingEngine, UpstreamResponse } from './engine.js';
+import type { ForwardingEngine, ResponseHead, UpstreamResponse } from './engine.js';
 import type { ProxyRoutes } from './proxy-routes.js';
 import { resolveRoute, type CompiledRoute } from './route-table.js';
 import { isConnectFailure } from './upstream-errors.js';
@@ -124,20 +125,27 @@ export class ProxyHandler {
       ? bodyLimiter(req, config.bodyLimitBytes, () => this.#fail(exchange, gatehouseError('payload_too_large')))
       : req;
 
-    this.#options.engine
-      .forward(req, res, {
-        target,
-        path: upstreamPath,
-        headers,
-        body,
-        connectTimeoutMs: config.connectTimeoutMs,
-        responseTimeoutMs: config.responseTimeoutMs,
-      })
-      .then(
-        (upstream) => {
+    const { engine } = this.#options;
+    const forwardOptions = {
+      target,
+      path: upstreamPath,
+      headers,
+      body,
+      connectTimeoutMs: config.connectTimeoutMs,
+      responseTimeoutMs: config.responseTimeoutMs,
+    };
+    const forwarded: Promise<void> = engine.forwardInto
+      ? engine.forwardInto(req, res, forwardOptions, (head) => {
+          pool.markUp(target);
+          return this.#sink(exchange, head);
+        })
+      : engine.forward(req, res, forwardOptions).then((upstream) => {
           pool.markUp(target);
           this.#respond(exchange, upstream);
-        },
+        });
+    forwarded
+      .then(
+        () => {},
         (error: unknown) => {
           // The client went away, or was answered already (a body over the
           // limit): the engine abandoned the upstream request, there is
@@ -159,6 +167,25 @@ export class ProxyHandler {
       // Whatever throws in there (writeHead refusing what an upstream sent)
       // answers this request; it must never become an unhandled rejection.
       .catch((error: unknown) => this.#fail(exchange, error));
+  }
+
+  /**
+   * Where the engine writes the response body (the forwardInto path): the
+   * client's response itself, its head written first; or, for a 202 the
+   * capture may record, a stream the capture reads like any upstream body.
+   */
+  #sink(exchange: Exchange, head: ResponseHead): Writable {
+    const { res } = exchange;
+    if (head.statusCode === 202 && this.#options.capture !== undefined) {
+      const body = new PassThrough();
+      this.#respond(exchange, { ...head, body });
+      return body;
+    }
+    if (res.headersSent || res.destroyed) return res; // undici sees it closed and aborts
+    const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(head.headers);
+    headers['x-request-id'] = exchange.requestId;
+    res.writeHead(head.statusCode, headers);
+    return res;
   }
 
   #respond(exchange: Exchange, upstream: UpstreamResponse): void {

@@ -2,9 +2,9 @@
 // @fastify/reply-from): one connection pool per target origin and connect
 // timeout, keep-alive, response headers timeout per request.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Transform, type Readable } from 'node:stream';
+import { Transform, type Readable, type Writable } from 'node:stream';
 import { Pool } from 'undici';
-import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
+import type { ForwardingEngine, ForwardOptions, ResponseHead, UpstreamResponse } from '../engine.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
 
 /** The event undici listens for on an EventEmitter signal. */
@@ -27,6 +27,22 @@ export class UndiciEngine implements ForwardingEngine {
   }
 
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse> {
+    const { pool, request, failed } = this.#prepare(req, res, options);
+    return pool.request(request).then(
+      (response) => ({ statusCode: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body }),
+      failed,
+    );
+  }
+
+  /** undici's `stream()`: the body goes straight into what `sink` returns, with no Readable in between. */
+  forwardInto(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
+    const { pool, request, done, failed } = this.#prepare(req, res, options);
+    return pool
+      .stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders }))
+      .then(done, failed);
+  }
+
+  #prepare(req: IncomingMessage, res: ServerResponse, options: ForwardOptions) {
     const pool = this.#pool(options.target.origin, options.connectTimeoutMs);
     // The client going away aborts the upstream request at once, whether it
     // is still waiting for the response head or already streaming the body.
@@ -46,23 +62,26 @@ export class UndiciEngine implements ForwardingEngine {
           res.emit(ABORT);
         })
       : null;
-    return pool
-      .request({
-        method: (req.method ?? 'GET') as 'GET',
-        path: options.path,
-        headers: requestHeaders(options.headers),
-        body,
-        signal: res,
-        headersTimeout: options.responseTimeoutMs,
-        bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
-      })
-      .then(
-        (response) => ({ statusCode: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body }),
-        (error: unknown) => {
-          res.off('close', abort);
-          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
-        },
-      );
+    const request = {
+      method: (req.method ?? 'GET') as 'GET',
+      path: options.path,
+      headers: requestHeaders(options.headers),
+      body,
+      signal: res,
+      headersTimeout: options.responseTimeoutMs,
+      bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
+    };
+    return {
+      pool,
+      request,
+      done: (): void => {
+        res.off('close', abort);
+      },
+      failed: (error: unknown): never => {
+        res.off('close', abort);
+        throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
+      },
+    };
   }
 
   #pool(origin: string, connectTimeoutMs: number): Pool {
