@@ -8,6 +8,7 @@ import { runApiKeysCommand } from '../../src/cli/apikeys.js';
 import { runUsersCommand } from '../../src/cli/users.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { readUsersFile } from '../../src/identity/users-file.js';
+import { runCommand, type CliRun } from '../helpers/cli.js';
 
 const KEY_LINE = /^ghk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}\n$/;
 
@@ -29,23 +30,10 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-async function apikeys(args: string[], runner = runApiKeysCommand): Promise<Run> {
-  const stdin = new PassThrough();
-  stdin.end();
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const code = await runner(args, { usersFile, stdin, stdout, stderr });
-  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+function apikeys(args: string[], runner = runApiKeysCommand): Promise<Run> {
+  return runCommand(runner, args, usersFile);
 }
 
 async function create(user: string, ...extra: string[]): Promise<{ key: string; keyId: string }> {

@@ -10,6 +10,7 @@ import { runUsersCommand } from '../../src/cli/users.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { verifyPassword } from '../../src/identity/passwords.js';
 import { readUsersFile } from '../../src/identity/users-file.js';
+import { runCommand, type CliRun } from '../helpers/cli.js';
 
 let dir: string;
 let usersFile: string;
@@ -41,31 +42,10 @@ function fakeTty(): FakeTty {
   return tty;
 }
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-async function run(
-  command: typeof runUsersCommand,
-  args: string[],
-  stdin: string | CliIo['stdin'] = '',
-): Promise<Run> {
-  let input = stdin;
-  if (typeof stdin === 'string') {
-    const text = new PassThrough();
-    text.end(stdin);
-    input = text;
-  }
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const code = await command(args, { usersFile, stdin: input as CliIo['stdin'], stdout, stderr });
-  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+function run(command: typeof runUsersCommand, args: string[], stdin: string | CliIo['stdin'] = ''): Promise<Run> {
+  return runCommand(command, args, usersFile, stdin);
 }
 
 const users = (args: string[], stdin?: string | CliIo['stdin']) => run(runUsersCommand, args, stdin);

@@ -21,8 +21,10 @@ import {
   type UsersFileData,
 } from '../../src/identity/users-file.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
+import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
-const FAST = { logN: 10, r: 8, p: 1 };
+/** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
+const FAST = TEST_SCRYPT_PARAMS;
 
 interface Fixture {
   data: UsersFileData;

@@ -5,8 +5,10 @@ import {
   isWellFormedPasswordHash,
   verifyPassword,
 } from '../../src/identity/passwords.js';
+import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
-const FAST = { logN: 10, r: 8, p: 1 };
+/** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
+const FAST = TEST_SCRYPT_PARAMS;
 const ENCODING = /^scrypt\$ln=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9_-]{22})\$([A-Za-z0-9_-]{43})$/;
 
 describe('hashPassword', () => {

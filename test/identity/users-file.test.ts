@@ -17,8 +17,10 @@ import {
   writeUsersFile,
   type UsersFileData,
 } from '../../src/identity/users-file.js';
+import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
-const FAST = { logN: 10, r: 8, p: 1 };
+/** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
+const FAST = TEST_SCRYPT_PARAMS;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 let dir: string;
