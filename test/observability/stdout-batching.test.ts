@@ -1,0 +1,62 @@
+// Log lines to stdout are written in batches: a quiet process still shows its
+// line within about a second, nothing is lost at exit, and processes sharing
+// one stdout pipe (workers) never interleave inside a line.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterEach, expect, it } from 'vitest';
+
+const FIXTURE = 'test/observability/fixtures/log-lines.ts';
+/** Copies stdin to stdout 512 bytes at a time. */
+const SLOW_READER = [
+  "const fs = require('node:fs'); const buf = Buffer.alloc(512); let n;",
+  "for (;;) { try { n = fs.readSync(0, buf); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }",
+  'if (n === 0) break; fs.writeSync(1, buf.subarray(0, n)); }',
+].join(' ');
+const running: Array<ReturnType<typeof spawn>> = [];
+afterEach(() => {
+  for (const child of running.splice(0)) child.kill('SIGKILL');
+});
+
+it('shows a lone line within about a second, while the process keeps running', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, 'one'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  running.push(child);
+  const started = performance.now();
+  let output = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => (output += chunk));
+  await expect.poll(() => output, { timeout: 10_000, interval: 50 }).toContain('a lone line');
+  expect(child.exitCode).toBeNull();
+  // Startup (tsx) plus at most one flush period.
+  expect(performance.now() - started).toBeLessThan(8_000);
+});
+
+it('two processes on one pipe: every line whole, none lost', async () => {
+  const perWriter = 2000;
+  const writer = `"${process.execPath}" --import tsx ${FIXTURE} burst ${perWriter}`;
+  // Both writers inherit one pipe, as workers share the primary's stdout. Its
+  // reader takes half a kilobyte at a time, so the pipe stays nearly full and
+  // the writers meet it part-full: a write larger than PIPE_BUF would then be
+  // split, and the other writer's lines land inside it.
+  const slowReader = `"${process.execPath}" -e "${SLOW_READER}"`;
+  const shell = spawn('sh', ['-c', `(${writer} & ${writer} & wait) | ${slowReader}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  running.push(shell);
+  const chunks: Buffer[] = [];
+  shell.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+  const [code] = (await once(shell, 'close')) as [number];
+  expect(code).toBe(0);
+  const lines = Buffer.concat(chunks).toString('utf8').split('\n').filter(Boolean);
+  const parsed = lines.map((line) => {
+    try {
+      return JSON.parse(line) as { writer: number; i: number };
+    } catch {
+      return undefined;
+    }
+  });
+  expect(parsed.filter((entry) => entry === undefined)).toHaveLength(0);
+  const writers = new Set(parsed.map((entry) => entry!.writer));
+  expect(writers.size).toBe(2);
+  for (const pid of writers) {
+    const seen = parsed.filter((entry) => entry!.writer === pid).map((entry) => entry!.i);
+    expect(seen).toEqual(Array.from({ length: perWriter }, (_, i) => i));
+  }
+}, 60_000);
