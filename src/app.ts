@@ -112,7 +112,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
     : new HttpProxyEngine(config.proxy.engine);
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
-  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, capture });
+  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -280,8 +280,10 @@ function publicListener(config: Config, logger: Logger, proxy: RequestListener):
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ req: request, res: reply, responseTimeMs: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
-  });
+  if (config.log.access) {
+    app.addHook('onResponse', async (request, reply) => {
+      request.log.info({ req: request, res: reply, responseTimeMs: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+    });
+  }
   return app;
 }

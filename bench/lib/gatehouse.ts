@@ -27,7 +27,7 @@ export function buildGatehouse(): void {
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 }
 
-export async function startGatehouse(options: { routes: unknown[]; logLevel?: string; extra?: Record<string, unknown>; nodeArgs?: string[] }): Promise<GatehouseProcess> {
+export async function startGatehouse(options: { routes: unknown[]; logLevel?: string; extra?: Record<string, unknown>; nodeArgs?: string[]; env?: Record<string, string> }): Promise<GatehouseProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const { key, keyId, hash } = generateApiKey();
   const createdAt = new Date().toISOString();
@@ -63,7 +63,7 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
   const file = join(dir, 'gatehouse.yaml');
   writeFileSync(file, stringify(config));
   // Logs go where production logs go: a file descriptor the process writes to.
-  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '' } }));
+  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env } }));
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 20_000;

@@ -156,7 +156,13 @@ export const ConfigSchema = z
   .strictObject({
   server: ServerSchema.prefault({}),
   admin: AdminSchema.prefault({}),
-  log: z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+  log: z
+    .strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      /** One line per request at info. Off where a load balancer in front already keeps access logs: it is a measurable share of each request's CPU. */
+      access: z.boolean().default(true),
+    })
+    .prefault({}),
   store: StoreSchema.prefault({}),
   identity: IdentitySchema,
   tokens: TokensSchema,

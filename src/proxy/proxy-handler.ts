@@ -29,6 +29,8 @@ export interface ProxyHandlerOptions {
   headers: HeaderPolicy;
   engine: ForwardingEngine;
   logger: Logger;
+  /** One info line per request (`log.access`). */
+  accessLog: boolean;
   /** Takes over every upstream 202 (spec 4.4); absent, 202s stream like any answer. */
   capture?: AsyncCapture;
 }
@@ -49,17 +51,18 @@ interface Exchange {
 
 export class ProxyHandler {
   readonly #options: ProxyHandlerOptions;
-  readonly #accessLogger: Logger;
+  /** Null when access lines are off: not even a close listener is added then. */
+  readonly #accessLogger: Logger | null;
 
   constructor(options: ProxyHandlerOptions) {
     this.#options = options;
-    this.#accessLogger = accessLogger(options.logger);
+    this.#accessLogger = options.accessLog ? accessLogger(options.logger) : null;
   }
 
   /** The node:http request listener for proxied traffic. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const exchange: Exchange = { req, res, url: req.url ?? '/', requestId: requestIdOf(req), started: performance.now() };
-    res.once('close', () => this.#accessLog(exchange));
+    if (this.#accessLogger !== null) res.once('close', () => this.#accessLog(exchange));
     try {
       this.#route(exchange);
     } catch (error) {
@@ -244,7 +247,7 @@ export class ProxyHandler {
 
   #accessLog(exchange: Exchange): void {
     const { req, res, route, target, principal } = exchange;
-    this.#accessLogger.info(
+    this.#accessLogger?.info(
       {
         reqId: exchange.requestId,
         method: req.method,
