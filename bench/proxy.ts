@@ -2,8 +2,8 @@
 // loopback, every server in a process of its own: the upstream direct, a bare
 // http-proxy server (the baseline every ratio is to), @fastify/http-proxy,
 // nginx when installed, and Gatehouse checking a valid bearer token on every
-// request (access, refresh and API-key-login tokens; one worker and all
-// workers), its status endpoint and a 202 capture.
+// request (access, refresh and API-key-login tokens; with its access log off;
+// one worker and all workers), its status endpoint and a 202 capture.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { startRedisServer, type RedisServerHandle } from '../test/helpers/redis-server.js';
@@ -49,12 +49,15 @@ export async function runProxySection(overrides: Partial<MeasureSettings> = {}):
     const routes = [{ prefix: '/', upstreams: [upstream.url] }];
     const store = { store: { url: redisUrl } };
     const one = await startGatehouse({ routes, extra: store });
+    // The peers write no access log; this row shows what Gatehouse's own line costs.
+    const quiet = await startGatehouse({ routes, extra: { ...store, log: { access: false } } });
     const workers = availableParallelism();
     const all = await startGatehouse({ routes, extra: { ...store, server: { workers } } });
-    servers.push(one, all);
+    servers.push(one, quiet, all);
 
     const access = await loginTokens(one.url);
     const viaKey = await loginTokens(one.url, one.apiKey);
+    const quietTokens = await loginTokens(quiet.url);
     const allTokens = await loginTokens(all.url);
     const job = await fetch(`${one.url}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${access.access_token}` } });
     const { requestId } = (await job.json()) as { requestId: string };
@@ -68,6 +71,7 @@ export async function runProxySection(overrides: Partial<MeasureSettings> = {}):
       { name: 'gatehouse, access token', url: `${one.url}/items/1`, headers: bearer(access.access_token), cpuMicros: one.cpuMicros },
       { name: 'gatehouse, refresh token', url: `${one.url}/items/1`, headers: bearer(access.refresh_token), cpuMicros: one.cpuMicros },
       { name: 'gatehouse, API-key login', url: `${one.url}/items/1`, headers: bearer(viaKey.access_token), cpuMicros: one.cpuMicros },
+      { name: 'gatehouse, access log off', url: `${quiet.url}/items/1`, headers: bearer(quietTokens.access_token), cpuMicros: quiet.cpuMicros },
       { name: `gatehouse, ${workers} workers`, url: `${all.url}/items/1`, headers: bearer(allTokens.access_token), cpuMicros: clusterCpuMicros(all) },
       { name: 'gatehouse status poll', url: `${one.url}/api/v1/requests/${requestId}/status`, headers: bearer(access.access_token), cpuMicros: one.cpuMicros },
       { name: 'gatehouse 202 capture', url: `${one.url}/jobs`, headers: bearer(access.access_token), cpuMicros: one.cpuMicros },

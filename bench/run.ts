@@ -1,7 +1,8 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
 // Sections: auth, proxy, engines, async, memory (all by default). BENCH_DURATION_S and
-// BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds).
+// BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
+// fixed-rate latency run (default 1000 req/s).
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
 import { buildGatehouse } from './lib/gatehouse.js';
