@@ -1,7 +1,7 @@
 // The measurement every comparison in bench/ shares: interleaved rounds at
-// c=N, then at c=1 and at a fixed moderate rate, each figure the median of its
-// rounds (so one noisy round cannot decide), and CPU per request from the
-// serving process.
+// c=N, then at c=1 and at a fixed moderate rate, each run after a warm-up and
+// each figure the median of its rounds (so one noisy round cannot decide), and
+// CPU per request from the serving process.
 import { load } from './load.js';
 import { paced } from './paced.js';
 import type { Row } from './report.js';
@@ -50,9 +50,13 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
     errors: 0,
   }));
   const headersOf = (subject: Subject) => subject.headers ?? {};
-  for (const subject of subjects) await load(subject.url, { connections: settings.connections, durationS: 1, headers: headersOf(subject) });
+  // A second of load before every measured run: a process that sat idle while
+  // the other rows ran has had its heap shrunk by V8 and starts slower (the
+  // first of several rows on one process always came out lowest without it).
+  const warm = (subject: Subject) => load(subject.url, { connections: settings.connections, durationS: 1, headers: headersOf(subject) });
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, subject] of subjects.entries()) {
+      await warm(subject);
       const before = subject.cpuMicros();
       const result = await load(subject.url, { connections: settings.connections, durationS: settings.durationS, headers: headersOf(subject) });
       const sample = samples[i]!;
@@ -69,6 +73,7 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, subject] of subjects.entries()) {
       const sample = samples[i]!;
+      await warm(subject);
       const single = await load(subject.url, { connections: 1, durationS: shortS, headers: headersOf(subject) });
       sample.c1P50.push(single.p50Ms);
       sample.c1P99.push(single.p99Ms);
