@@ -106,9 +106,29 @@ const stdoutBatching = {
   periodicFlush: 1000,
 };
 
+let stdout: DestinationStream | undefined;
+
+/** One batched stdout per process: loggers with buffers of their own would reorder lines. */
+function stdoutDestination(): DestinationStream {
+  if (stdout === undefined) {
+    const destination = pino.destination({ dest: 1, ...stdoutBatching });
+    // pino flushes only asynchronous destinations at exit; this one is
+    // synchronous but buffered, and its last lines (a shutdown's) matter.
+    process.once('exit', () => {
+      try {
+        destination.flushSync();
+      } catch {
+        // stdout is gone (a closed pipe): there is nowhere left to write
+      }
+    });
+    stdout = destination;
+  }
+  return stdout;
+}
+
 /** Without a destination: stdout, batched (above). */
 export function createLogger(config: LevelOnly, destination?: DestinationStream): Logger {
-  return pino(loggerOptions(config), destination ?? pino.destination({ dest: 1, ...stdoutBatching }));
+  return pino(loggerOptions(config), destination ?? stdoutDestination());
 }
 
 /**

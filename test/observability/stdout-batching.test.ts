@@ -1,6 +1,7 @@
 // Log lines to stdout are written in batches: a quiet process still shows its
-// line within about a second, nothing is lost at exit, and processes sharing
-// one stdout pipe (workers) never interleave inside a line.
+// line within about a second, nothing is lost at exit (natural or
+// process.exit), and processes sharing one stdout pipe (workers) never
+// interleave inside a line.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, expect, it } from 'vitest';
@@ -30,8 +31,18 @@ it('shows a lone line within about a second, while the process keeps running', a
   expect(performance.now() - started).toBeLessThan(8_000);
 });
 
+it('writes what is buffered when the process exits', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, 'exit'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  running.push(child);
+  let output = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => (output += chunk));
+  await once(child, 'close');
+  expect(output.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['stopping: draining in-flight requests', 'stopped']);
+});
+
 it('two processes on one pipe: every line whole, none lost', async () => {
-  const perWriter = 2000;
+  const perWriter = 1999; // not a whole number of batches: the last, partial one is written at exit
   const writer = `"${process.execPath}" --import tsx ${FIXTURE} burst ${perWriter}`;
   // Both writers inherit one pipe, as workers share the primary's stdout. Its
   // reader takes half a kilobyte at a time, so the pipe stays nearly full and
