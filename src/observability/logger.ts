@@ -88,7 +88,7 @@ export function loggerOptions(config: LevelOnly): LoggerOptions {
 /**
  * Lines to stdout are batched: a write per line costs a system call on every
  * proxied request. They wait until a batch is full, or at most a second when
- * traffic is light, and pino flushes the rest when the process exits. Batches
+ * traffic is light, and the rest is flushed when the process exits. Batches
  * are written synchronously, pino's default: an asynchronous write is a
  * thread-pool round trip, which measured dearer than the write itself (about
  * 24 µs per request under load), and a stdout that cannot keep up holds the
