@@ -41,6 +41,24 @@ it('writes what is buffered when the process exits', async () => {
   expect(output.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['stopping: draining in-flight requests', 'stopped']);
 });
 
+it('hands the kernel whole lines, at most PIPE_BUF (4096 bytes) per write', async () => {
+  // What makes a write to a pipe atomic; the test below shows the outcome on a
+  // real one. Lines of ~2.5 KiB: two of them pass a batch's 3 KiB threshold,
+  // so a batch that took whatever had accumulated would exceed PIPE_BUF.
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, 'burst', '999', '2400'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, WRITE_SIZES: '1' },
+  });
+  running.push(child);
+  let report = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => (report += chunk));
+  await once(child, 'close');
+  const writes = report.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { bytes: number; wholeLines: boolean });
+  expect(writes.length).toBeGreaterThan(100);
+  expect(writes.filter((write) => write.bytes > 4096 || !write.wholeLines)).toEqual([]);
+});
+
 it('two processes on one pipe: every line whole, none lost', async () => {
   const perWriter = 1999; // not a whole number of batches: the last, partial one is written at exit
   const writer = `"${process.execPath}" --import tsx ${FIXTURE} burst ${perWriter}`;
