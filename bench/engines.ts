@@ -1,6 +1,7 @@
 // The forwarding engines compared on Gatehouse's real hot path (routing,
 // bearer check, header policy, access log), in one run, against the bare
-// http-proxy server: the measurement behind the `proxy.engine` default.
+// http-proxy server: the measurement behind forwarding with undici. The
+// comparison engines live here in bench/engines/, not in the product.
 import { loginTokens, startGatehouse } from './lib/gatehouse.js';
 import { generatorName } from './lib/load.js';
 import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './lib/measure.js';
@@ -17,7 +18,7 @@ export async function runEnginesSection(overrides: Partial<MeasureSettings> = {}
   try {
     const subjects: Subject[] = [{ name: 'bare http-proxy (no auth)', url: `${bare.url}/items/1`, cpuMicros: bare.cpuMicros }];
     for (const engine of ENGINES) {
-      const gatehouse = await startGatehouse({ routes: [{ prefix: '/', upstreams: [upstream.url] }], extra: { proxy: { engine } } });
+      const gatehouse = await startGatehouse({ routes: [{ prefix: '/', upstreams: [upstream.url] }], engine });
       gatehouses.push(gatehouse);
       const tokens = await loginTokens(gatehouse.url);
       subjects.push({ name: `gatehouse on ${engine}`, url: `${gatehouse.url}/items/1`, headers: { authorization: `Bearer ${tokens.access_token}` }, cpuMicros: gatehouse.cpuMicros });

@@ -24,7 +24,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import { requestId } from './observability/request-id.js';
-import { HttpProxyEngine } from './proxy/engines/http-proxy-engine.js';
+import type { ForwardingEngine } from './proxy/engine.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
 import { ProxyRoutes } from './proxy/proxy-routes.js';
@@ -49,6 +49,11 @@ export interface GatewayOptions {
   store?: Store;
   /** The config file, watched for route changes (absent: routes are fixed). */
   configFile?: string;
+  /**
+   * Forwards proxied requests instead of undici: the benchmark's comparison
+   * engines (bench/engines/) measured on this same hot path. Closed with the gateway.
+   */
+  engine?: ForwardingEngine;
 }
 
 export interface Gateway {
@@ -108,9 +113,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   const registry = new TargetRegistry({ maxSocketsPerTarget: config.proxy.maxSocketsPerTarget });
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
-  const engine = config.proxy.engine === 'undici'
-    ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
-    : new HttpProxyEngine(config.proxy.engine);
+  const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
   const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.

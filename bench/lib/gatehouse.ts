@@ -23,11 +23,27 @@ export interface GatehouseProcess extends ServerProcess {
   userId: string;
 }
 
+/** The launcher of the engines section with the source it runs (dist-bench/). */
+const ENGINE_LAUNCHER = 'dist-bench/bench/engines/gatehouse-on-engine.js';
+
+/** Compiles Gatehouse as `npm run build` does, and the engine launcher with the same compiler and settings. */
 export function buildGatehouse(): void {
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  for (const project of ['tsconfig.build.json', 'tsconfig.bench.json']) {
+    execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', project], { stdio: 'inherit' });
+  }
 }
 
-export async function startGatehouse(options: { routes: unknown[]; logLevel?: string; extra?: Record<string, unknown>; nodeArgs?: string[]; env?: Record<string, string> }): Promise<GatehouseProcess> {
+export interface StartOptions {
+  routes: unknown[];
+  logLevel?: string;
+  extra?: Record<string, unknown>;
+  nodeArgs?: string[];
+  env?: Record<string, string>;
+  /** Forward with this engine, started by bench/engines/gatehouse-on-engine.ts instead of `dist/main.js start`. */
+  engine?: 'undici' | 'http-proxy' | 'http-proxy-3';
+}
+
+export async function startGatehouse(options: StartOptions): Promise<GatehouseProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const { key, keyId, hash } = generateApiKey();
   const createdAt = new Date().toISOString();
@@ -62,8 +78,11 @@ export async function startGatehouse(options: { routes: unknown[]; logLevel?: st
   }
   const file = join(dir, 'gatehouse.yaml');
   writeFileSync(file, stringify(config));
+  const entry = options.engine
+    ? [ENGINE_LAUNCHER, options.engine, file]
+    : ['dist/main.js', 'start', '--config', file];
   // Logs go where production logs go: a file descriptor the process writes to.
-  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/main.js', 'start', '--config', file], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env } }));
+  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env } }));
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 20_000;

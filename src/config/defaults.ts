@@ -32,7 +32,6 @@ export const DEFAULT_USERNAME_HEADER = 'x-gatehouse-username';
 export const DEFAULT_SESSION_HEADER = 'x-gatehouse-session';
 export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
 export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';
-export const DEFAULT_PROXY_ENGINE = 'undici';
 
 export const DEFAULT_REQUEST_ID_FIELD = 'requestId';
 export const DEFAULT_ASYNC_MAX_BODY_BYTES = 64 * 1024;

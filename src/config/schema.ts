@@ -148,8 +148,6 @@ export const ProxySchema = z.strictObject({
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
   /** Keep-alive sockets per upstream target. */
   maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
-  /** The HTTP forwarding engine; the default was chosen by `npm run bench -- engines`. */
-  engine: z.enum(['undici', 'http-proxy', 'http-proxy-3']).default(d.DEFAULT_PROXY_ENGINE),
 });
 
 export const ConfigSchema = z

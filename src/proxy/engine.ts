@@ -1,6 +1,7 @@
 // The seam between the proxy's policy (routes, auth, headers) and the code
-// that moves bytes to a backend and back. The policy side sees one promise
-// per request: the response head and a body stream, or a GatehouseError.
+// that moves bytes to a backend and back. Production forwards with undici
+// (engines/undici-engine.ts); the benchmark puts other engines behind the same
+// seam to compare them on the real hot path (bench/engines/).
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { UpstreamTarget } from './upstream-pool.js';
@@ -23,6 +24,7 @@ export interface ResponseHead {
   headers: IncomingHttpHeaders;
 }
 
+/** An upstream response with its body as a stream (what the 202 capture reads). */
 export interface UpstreamResponse extends ResponseHead {
   body: Readable;
 }
@@ -30,18 +32,14 @@ export interface UpstreamResponse extends ResponseHead {
 export interface ForwardingEngine {
   readonly name: string;
   /**
-   * Sends the request upstream, streaming its body. Rejects with a
-   * GatehouseError (upstream_unreachable, upstream_unresolvable,
-   * upstream_timeout) carrying the cause. When the client goes away first,
-   * the upstream request is aborted at once.
-   */
-  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse>;
-  /**
-   * The faster path where an engine has one: the response body is written
-   * straight into the Writable that `sink` returns for the response head (the
+   * Sends the request upstream, streaming its body, and writes the response
+   * body into the Writable that `sink` returns for the response head (the
    * client's response itself, usually), with no stream in between. Resolves
-   * when the body is complete; rejects as `forward` does.
+   * when the body is complete. Rejects with a GatehouseError
+   * (upstream_unreachable, upstream_unresolvable, upstream_timeout) carrying
+   * the cause, or with whatever `sink` threw. When the client goes away
+   * first, the upstream request is aborted at once.
    */
-  forwardInto?(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void>;
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void>;
   close(): void;
 }

@@ -16,7 +16,7 @@ import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import type { AsyncCapture } from '../requests/async-capture.js';
 import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
-import type { ForwardingEngine, ResponseHead, UpstreamResponse } from './engine.js';
+import type { ForwardingEngine, ResponseHead } from './engine.js';
 import type { ProxyRoutes } from './proxy-routes.js';
 import { resolveRoute, type CompiledRoute } from './route-table.js';
 import { isConnectFailure } from './upstream-errors.js';
@@ -137,89 +137,56 @@ export class ProxyHandler {
       connectTimeoutMs: config.connectTimeoutMs,
       responseTimeoutMs: config.responseTimeoutMs,
     };
-    const forwarded: Promise<void> = engine.forwardInto
-      ? engine.forwardInto(req, res, forwardOptions, (head) => {
-          pool.markUp(target);
-          return this.#sink(exchange, head);
-        })
-      : engine.forward(req, res, forwardOptions).then((upstream) => {
-          pool.markUp(target);
-          this.#respond(exchange, upstream);
-        });
-    forwarded
-      .then(
-        () => {},
-        (error: unknown) => {
-          // The client went away, or was answered already (a body over the
-          // limit): the engine abandoned the upstream request, there is
-          // nobody to answer, and the target is not to blame.
-          if (res.destroyed || res.writableEnded) return;
-          if (!isConnectFailure(error)) {
-            this.#fail(exchange, error);
-            return;
-          }
-          pool.markDown(target, Date.now());
-          this.#options.logger.warn({ reqId: exchange.requestId, upstream: target.origin, route: route.name }, 'upstream target marked down');
-          // Nothing reached the target: a request without a body can go to the next one.
-          const tried = failed ?? new Set<UpstreamTarget>();
-          tried.add(target);
-          if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, upstreamPath, tried);
-          else this.#fail(exchange, error);
-        },
-      )
-      // Whatever throws in there (writeHead refusing what an upstream sent)
-      // answers this request; it must never become an unhandled rejection.
+    engine
+      .forward(req, res, forwardOptions, (head) => {
+        pool.markUp(target);
+        return this.#sink(exchange, head);
+      })
+      .catch((error: unknown) => {
+        // The client went away, or was answered already (a body over the
+        // limit): the engine abandoned the upstream request, there is
+        // nobody to answer, and the target is not to blame.
+        if (res.destroyed || res.writableEnded) return;
+        if (!isConnectFailure(error)) {
+          this.#fail(exchange, error);
+          return;
+        }
+        pool.markDown(target, Date.now());
+        this.#options.logger.warn({ reqId: exchange.requestId, upstream: target.origin, route: route.name }, 'upstream target marked down');
+        // Nothing reached the target: a request without a body can go to the next one.
+        const tried = failed ?? new Set<UpstreamTarget>();
+        tried.add(target);
+        if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, upstreamPath, tried);
+        else this.#fail(exchange, error);
+      })
+      // Whatever throws in there answers this request; it must never become
+      // an unhandled rejection.
       .catch((error: unknown) => this.#fail(exchange, error));
   }
 
   /**
-   * Where the engine writes the response body (the forwardInto path): the
-   * client's response itself, its head written first; or, for a 202 the
-   * capture may record, a stream the capture reads like any upstream body.
+   * Where the engine writes the response body: the client's response itself,
+   * its head written first; or, for a 202 the capture may record, a stream
+   * the capture reads like any upstream body.
    */
   #sink(exchange: Exchange, head: ResponseHead): Writable {
-    const { res } = exchange;
-    if (head.statusCode === 202 && this.#options.capture !== undefined) {
-      const body = new PassThrough();
-      this.#respond(exchange, { ...head, body });
-      return body;
-    }
-    if (res.headersSent || res.destroyed) return res; // undici sees it closed and aborts
+    const { res, route, target } = exchange;
+    if (res.headersSent || res.destroyed) return res; // the engine sees it closed and aborts
     const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(head.headers);
     headers['x-request-id'] = exchange.requestId;
-    res.writeHead(head.statusCode, headers);
-    return res;
-  }
-
-  #respond(exchange: Exchange, upstream: UpstreamResponse): void {
-    const { res } = exchange;
-    if (res.headersSent || res.destroyed) {
-      upstream.body.destroy();
-      return;
-    }
-    const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(upstream.headers);
-    headers['x-request-id'] = exchange.requestId;
     // An accepted asynchronous request: recorded before the client sees it.
-    if (upstream.statusCode === 202 && this.#options.capture !== undefined && exchange.route !== undefined && exchange.target !== undefined) {
-      this.#options.capture.respond(res, upstream, headers, {
-        route: exchange.route,
-        upstream: exchange.target.origin,
+    if (head.statusCode === 202 && this.#options.capture !== undefined && route !== undefined && target !== undefined) {
+      const body = new PassThrough();
+      this.#options.capture.respond(res, { ...head, body }, headers, {
+        route,
+        upstream: target.origin,
         principal: exchange.principal,
         reqId: exchange.requestId,
       });
-      return;
+      return body;
     }
-    res.writeHead(upstream.statusCode, headers);
-    // Plain pipe, not stream.pipeline: pipeline builds an AbortController and
-    // an AbortError per call, a measurable cost on every response. Either side
-    // failing tears down the other, so a client that goes away frees the
-    // upstream request at once.
-    const { body } = upstream;
-    body.once('error', () => res.destroy());
-    res.once('close', () => {
-      if (!body.readableEnded) body.destroy();
-    });
-    body.pipe(res);
+    res.writeHead(head.statusCode, headers);
+    return res;
   }
 
   #fail(exchange: Exchange, error: unknown): void {

@@ -221,7 +221,7 @@ function declaredTooLarge(headers: OutgoingHttpHeaders, maxBytes: number): boole
   return declared !== undefined && Number(declared) > maxBytes;
 }
 
-/** The proxy's own way of streaming a response (see ProxyHandler.#respond). */
+/** A 202 that is not recorded streams to the client as any response does: either side failing tears down the other. */
 function streamThrough(res: ServerResponse, statusCode: number, headers: OutgoingHttpHeaders, body: Readable): void {
   if (res.destroyed) {
     body.destroy();

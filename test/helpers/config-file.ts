@@ -41,9 +41,6 @@ log:
 store:
   keyPrefix: "gatehouse:"
 
-proxy:
-  engine: ${process.env.GATEHOUSE_TEST_PROXY_ENGINE ?? 'undici'}
-
 identity:
   provider: local
   usersFile: ./users.yaml

@@ -71,12 +71,6 @@ export interface StartOptions {
   configFile?: string;
 }
 
-/** The forwarding engine a test project asks for (see vitest.config.ts); absent: the default. */
-export function engineUnderTest(): { engine?: string } {
-  const engine = process.env.GATEHOUSE_TEST_PROXY_ENGINE;
-  return engine ? { engine } : {};
-}
-
 export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'gatehouse-test-'));
   const usersFile = join(dir, 'users.yaml');
@@ -90,7 +84,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     store: { ...overrides.store },
     identity: { provider: 'local', usersFile, ...overrides.identity },
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
-    proxy: { ...engineUnderTest(), ...overrides.proxy },
+    proxy: { ...overrides.proxy },
     requests: { ...overrides.requests },
     routes: overrides.routes ?? [],
   };

@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { Pool } from 'undici';
-import type { ForwardingEngine, ForwardOptions, ResponseHead, UpstreamResponse } from '../engine.js';
+import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../engine.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
 
 /** The event undici listens for on an EventEmitter signal. */
@@ -26,23 +26,8 @@ export class UndiciEngine implements ForwardingEngine {
     this.#options = options;
   }
 
-  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse> {
-    const { pool, request, failed } = this.#prepare(req, res, options);
-    return pool.request(request).then(
-      (response) => ({ statusCode: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body }),
-      failed,
-    );
-  }
-
   /** undici's `stream()`: the body goes straight into what `sink` returns, with no Readable in between. */
-  forwardInto(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
-    const { pool, request, done, failed } = this.#prepare(req, res, options);
-    return pool
-      .stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders }))
-      .then(done, failed);
-  }
-
-  #prepare(req: IncomingMessage, res: ServerResponse, options: ForwardOptions) {
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
     const pool = this.#pool(options.target.origin, options.connectTimeoutMs);
     // The client going away aborts the upstream request at once, whether it
     // is still waiting for the response head or already streaming the body.
@@ -71,17 +56,15 @@ export class UndiciEngine implements ForwardingEngine {
       headersTimeout: options.responseTimeoutMs,
       bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
     };
-    return {
-      pool,
-      request,
-      done: (): void => {
+    return pool.stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders })).then(
+      () => {
         res.off('close', abort);
       },
-      failed: (error: unknown): never => {
+      (error: unknown): never => {
         res.off('close', abort);
         throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
       },
-    };
+    );
   }
 
   #pool(origin: string, connectTimeoutMs: number): Pool {

@@ -1,16 +1,21 @@
-// Forwarding with http-proxy (the design card's engine) or http-proxy-3 (its
-// maintained, API-compatible rewrite): one adapter serves both. The gateway
-// handles the response itself (selfHandleResponse) so the policy side can
-// inspect a 202 before the client sees it; the library does the request half.
+// Forwarding with http-proxy or http-proxy-3 (its maintained, API-compatible
+// rewrite), for the benchmark only: Gatehouse forwards with undici, and these
+// stand behind the same seam so `npm run bench -- engines` measures them on
+// the real hot path. The gateway handles the response itself
+// (selfHandleResponse) so the policy side can inspect a 202 before the client
+// sees it; the library does the request half.
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { createProxyServer as createProxyServer3 } from 'http-proxy-3';
-import type { ForwardingEngine, ForwardOptions, UpstreamResponse } from '../engine.js';
-import { AbandonedError, CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
+import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../../src/proxy/engine.js';
+import { AbandonedError, CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../../src/proxy/upstream-errors.js';
 
 interface Pending {
-  resolve(response: UpstreamResponse): void;
+  resolve(): void;
+  reject(error: unknown): void;
   options: ForwardOptions;
+  sink(head: ResponseHead): Writable;
 }
 
 const PENDING = Symbol('gatehouse.pendingForward');
@@ -42,13 +47,13 @@ export class HttpProxyEngine implements ForwardingEngine {
       const pending = (req as TrackedRequest)[PENDING];
       if (!pending) return;
       delete (req as TrackedRequest)[PENDING];
-      pending.resolve({ statusCode: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: proxyRes });
+      deliver(proxyRes, pending);
     });
   }
 
-  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions): Promise<UpstreamResponse> {
+  forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
     return new Promise((resolve, reject) => {
-      (req as TrackedRequest)[PENDING] = { resolve, options };
+      (req as TrackedRequest)[PENDING] = { resolve, reject, options, sink };
       // http-proxy copies req.headers and req.url, synchronously, into the
       // upstream request; give it exactly ours, then put the client's back: a
       // retry on the next target builds its headers from the client's again
@@ -87,6 +92,33 @@ export class HttpProxyEngine implements ForwardingEngine {
   close(): void {
     this.#proxy.close();
   }
+}
+
+/**
+ * Streams the response body into the sink, as undici's `stream()` does:
+ * either side failing tears down the other, so a client that goes away frees
+ * the upstream request at once.
+ */
+function deliver(proxyRes: IncomingMessage, pending: Pending): void {
+  let sink: Writable;
+  try {
+    sink = pending.sink({ statusCode: proxyRes.statusCode ?? 502, headers: proxyRes.headers });
+  } catch (error) {
+    proxyRes.destroy();
+    pending.reject(error);
+    return;
+  }
+  proxyRes.once('error', (error) => {
+    sink.destroy();
+    pending.reject(upstreamError(error));
+  });
+  proxyRes.once('end', () => pending.resolve());
+  sink.once('close', () => {
+    if (proxyRes.readableEnded) return;
+    proxyRes.destroy();
+    pending.reject(new AbandonedError('the response went away'));
+  });
+  proxyRes.pipe(sink);
 }
 
 /**
