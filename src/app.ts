@@ -111,7 +111,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
 
-  const registry = new TargetRegistry({ maxSocketsPerTarget: config.proxy.maxSocketsPerTarget });
+  const registry = new TargetRegistry();
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
@@ -221,7 +221,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();
-      registry.close();
       bearer.close();
       keys.close();
       await identity.close();

@@ -7,20 +7,16 @@
 import { createGateway } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
-import type { ForwardingEngine } from '../../src/proxy/engine.js';
 import { HttpProxyEngine } from './http-proxy-engine.js';
 
-/** Absent for undici: the gateway's own engine. */
-function engineNamed(name: string | undefined): ForwardingEngine | undefined {
-  if (name === 'http-proxy' || name === 'http-proxy-3') return new HttpProxyEngine(name);
-  if (name === 'undici') return undefined;
-  process.stderr.write('usage: gatehouse-on-engine undici|http-proxy|http-proxy-3 CONFIG\n');
+const [name, file] = process.argv.slice(2);
+if (name !== 'undici' && name !== 'http-proxy' && name !== 'http-proxy-3') {
+  process.stderr.write('usage: gatehouse-on-engine undici|http-proxy|http-proxy-3 [CONFIG]\n');
   process.exit(2);
 }
-
-const [name, file] = process.argv.slice(2);
-const engine = engineNamed(name);
 const config = loadConfig(file === undefined ? {} : { file });
+// Absent for undici: the gateway's own engine.
+const engine = name === 'undici' ? undefined : new HttpProxyEngine(name, config.proxy.maxSocketsPerTarget);
 const logger = createLogger(config);
 const gateway = await createGateway(config, { logger, ...(engine ? { engine } : {}) });
 await gateway.listen();

@@ -4,7 +4,8 @@
 // the real hot path. The gateway handles the response itself
 // (selfHandleResponse) so the policy side can inspect a 202 before the client
 // sees it; the library does the request half.
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Writable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { createProxyServer as createProxyServer3 } from 'http-proxy-3';
@@ -26,9 +27,13 @@ export type HttpProxyLibrary = 'http-proxy' | 'http-proxy-3';
 export class HttpProxyEngine implements ForwardingEngine {
   readonly name: HttpProxyLibrary;
   readonly #proxy: httpProxy;
+  /** Keep-alive agents, one per origin (`proxy.maxSocketsPerTarget` each), as undici keeps one pool per origin. */
+  readonly #agents = new Map<string, Agent>();
+  readonly #maxSocketsPerTarget: number;
 
-  constructor(library: HttpProxyLibrary = 'http-proxy') {
+  constructor(library: HttpProxyLibrary, maxSocketsPerTarget: number) {
     this.name = library;
+    this.#maxSocketsPerTarget = maxSocketsPerTarget;
     // prependPath false + req.url = our path: http-proxy's urlJoin would
     // otherwise collapse `//` inside the query string too.
     const options = { xfwd: false, selfHandleResponse: true, prependPath: false, changeOrigin: false };
@@ -74,7 +79,7 @@ export class HttpProxyEngine implements ForwardingEngine {
           res,
           {
             target: { protocol, hostname, host: hostname, port },
-            agent: options.target.agent,
+            agent: this.#agent(options.target.origin),
             buffer: options.body,
           } as httpProxy.ServerOptions,
           (error: Error) => {
@@ -89,8 +94,20 @@ export class HttpProxyEngine implements ForwardingEngine {
     });
   }
 
+  #agent(origin: string): Agent {
+    let agent = this.#agents.get(origin);
+    if (!agent) {
+      const agentOptions = { keepAlive: true, maxSockets: this.#maxSocketsPerTarget, maxFreeSockets: 64, scheduling: 'lifo' as const };
+      agent = origin.startsWith('https:') ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
+      this.#agents.set(origin, agent);
+    }
+    return agent;
+  }
+
   close(): void {
     this.#proxy.close();
+    for (const agent of this.#agents.values()) agent.destroy();
+    this.#agents.clear();
   }
 }
 

@@ -2,12 +2,6 @@
 // refuses connections is skipped for `targetDownMs`, then tried again by the
 // next request that reaches it (passive health checking, as Envoy's outlier
 // detection does in its simplest form).
-import { Agent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-
-/** How long a removed origin's connections may finish their requests after a route reload. */
-export const RETIRED_AGENT_GRACE_MS = 60_000;
-
 export class UpstreamTarget {
   readonly origin: string;
   readonly url: URL;
@@ -15,64 +9,41 @@ export class UpstreamTarget {
   readonly hostname: string;
   readonly port: number;
   readonly protocol: 'http:' | 'https:';
-  readonly agent: Agent;
   /** Epoch ms until which the target is skipped; 0 when healthy. */
   downUntil = 0;
 
-  constructor(origin: string, agent: Agent) {
+  constructor(origin: string) {
     this.origin = origin;
     this.url = new URL(origin);
     this.hostname = this.url.hostname.replace(/^\[(.*)\]$/, '$1');
     this.protocol = this.url.protocol === 'https:' ? 'https:' : 'http:';
     this.port = Number(this.url.port) || (this.protocol === 'https:' ? 443 : 80);
-    this.agent = agent;
   }
-}
-
-export interface TargetRegistryOptions {
-  maxSocketsPerTarget: number;
 }
 
 /**
- * Keep-alive agents, one per distinct origin, shared by every route that
- * names it and kept across route reloads, so a reload does not drop warm
- * connections.
+ * One target per distinct origin, shared by every route that names it and
+ * kept across route reloads, so a reload does not forget which targets are
+ * down. (Connections are the forwarding engine's: undici pools per origin.)
  */
 export class TargetRegistry {
   readonly #targets = new Map<string, UpstreamTarget>();
-  readonly #options: TargetRegistryOptions;
-
-  constructor(options: TargetRegistryOptions) {
-    this.#options = options;
-  }
 
   target(upstreamUrl: string): UpstreamTarget {
     const origin = new URL(upstreamUrl).origin;
     let target = this.#targets.get(origin);
     if (!target) {
-      const agentOptions = { keepAlive: true, maxSockets: this.#options.maxSocketsPerTarget, maxFreeSockets: 64, scheduling: 'lifo' as const };
-      const agent = origin.startsWith('https:') ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
-      target = new UpstreamTarget(origin, agent);
+      target = new UpstreamTarget(origin);
       this.#targets.set(origin, target);
     }
     return target;
   }
 
-  /**
-   * Forgets the origins no route names any more. Their agents are destroyed
-   * only after a grace period, so requests still in flight to them finish.
-   */
-  retainOnly(origins: ReadonlySet<string>, graceMs = RETIRED_AGENT_GRACE_MS): void {
-    for (const [origin, target] of this.#targets) {
-      if (origins.has(origin)) continue;
-      this.#targets.delete(origin);
-      if (graceMs === 0) target.agent.destroy();
-      else setTimeout(() => target.agent.destroy(), graceMs).unref();
+  /** Forgets the origins no route names any more. */
+  retainOnly(origins: ReadonlySet<string>): void {
+    for (const origin of this.#targets.keys()) {
+      if (!origins.has(origin)) this.#targets.delete(origin);
     }
-  }
-
-  close(): void {
-    this.retainOnly(new Set(), 0);
   }
 }
 
