@@ -1,4 +1,5 @@
 // Real HTTP servers on port 0 to stand behind the gateway in tests.
+import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -50,4 +51,68 @@ export interface EchoBody {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+}
+
+/** What an upstream saw of one request, with the moments a test awaits. */
+export interface Arrival {
+  url: string;
+  /** Body bytes received so far. */
+  bytes: number;
+  /** The whole body arrived. */
+  ended: boolean;
+  /** Its connection went away before it was answered. */
+  abandoned: boolean;
+  /** Resolves when the first body bytes arrive. */
+  firstBytes: Promise<void>;
+  /** Resolves when its connection goes away before it was answered (the gateway let go of it). */
+  gone: Promise<void>;
+}
+
+/**
+ * Records the requests an upstream receives, by URL, so that a test can await
+ * a request's arrival and what becomes of it instead of polling or sleeping.
+ */
+export class Arrivals {
+  readonly #byUrl = new Map<string, Arrival>();
+  readonly #events = new EventEmitter();
+
+  /** Call from a handler, before it reads the body. */
+  record(req: IncomingMessage, res: ServerResponse): Arrival {
+    let sawBytes!: () => void;
+    let wentAway!: () => void;
+    const entry: Arrival = {
+      url: req.url ?? '',
+      bytes: 0,
+      ended: false,
+      abandoned: false,
+      firstBytes: new Promise((resolve) => (sawBytes = resolve)),
+      gone: new Promise((resolve) => (wentAway = resolve)),
+    };
+    req.on('data', (chunk: Buffer) => {
+      entry.bytes += chunk.length;
+      sawBytes();
+    });
+    req.on('end', () => (entry.ended = true));
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      entry.abandoned = true;
+      wentAway();
+    });
+    this.#byUrl.set(entry.url, entry);
+    this.#events.emit(entry.url, entry);
+    return entry;
+  }
+
+  /** The request for `url` (the latest, if it came more than once), once the upstream has it. */
+  async of(url: string): Promise<Arrival> {
+    const arrived = this.#byUrl.get(url);
+    if (arrived) return arrived;
+    const [entry] = (await once(this.#events, url)) as [Arrival];
+    return entry;
+  }
+
+  /** A handler that records each request, reads its body and never answers. */
+  readonly hold: Handler = (req, res) => {
+    this.record(req, res);
+  };
 }

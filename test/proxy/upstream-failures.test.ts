@@ -9,30 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectDiagnoses, expectNoInternalErrors, proxiedStatuses, STACK_TRACE } from '../helpers/diagnoses.js';
 import { fullBacklog, type FullBacklog } from '../helpers/full-backlog.js';
 import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { rawConnection, parseHead, send, until } from '../helpers/http-client.js';
+import { rawConnection, parseHead, send } from '../helpers/http-client.js';
 import { freePort } from '../helpers/ports.js';
-import { echo, startUpstream, type Upstream } from '../helpers/upstream.js';
+import { Arrivals, echo, startUpstream, type Upstream } from '../helpers/upstream.js';
 
-/** One request an upstream received and never answered: what it saw of it. */
-interface Held {
-  url: string;
-  bytes: number;
-  ended: boolean;
-  /** performance.now() when its connection went away unanswered. */
-  goneAt: number | undefined;
-}
-
-const held: Held[] = [];
-/** Reads the request, records it, never answers. */
-function hold(req: IncomingMessage, res: ServerResponse): void {
-  const entry: Held = { url: req.url ?? '', bytes: 0, ended: false, goneAt: undefined };
-  held.push(entry);
-  req.on('data', (chunk: Buffer) => (entry.bytes += chunk.length));
-  req.on('end', () => (entry.ended = true));
-  res.on('close', () => {
-    if (!res.writableFinished) entry.goneAt = performance.now();
-  });
-}
+/** The requests the holding upstream received; it reads each one and never answers. */
+const held = new Arrivals();
 
 /** Sends the head and part of the body, then the upstream process "dies": its socket is destroyed (at once for `…/before-head`). */
 function dieMidResponse(req: IncomingMessage, res: ServerResponse): void {
@@ -41,7 +23,8 @@ function dieMidResponse(req: IncomingMessage, res: ServerResponse): void {
     return;
   }
   res.writeHead(200, req.url?.endsWith('/chunked') ? { 'content-type': 'application/octet-stream' } : { 'content-length': String(1 << 20) });
-  res.write(Buffer.alloc(64 * 1024, 'a'), () => setTimeout(() => req.socket.destroy(), 20));
+  // Once the part is on its way, the connection goes.
+  res.write(Buffer.alloc(64 * 1024, 'a'), () => req.socket.destroy());
 }
 
 const RESOLVER_NAMES: string[] = [];
@@ -66,7 +49,7 @@ beforeAll(async () => {
     const error: NodeJS.ErrnoException = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', errno: -3008, syscall: 'getaddrinfo' });
     process.nextTick(callback, error);
   };
-  [ok, holding, dying, blackhole, refusedPort] = await Promise.all([startUpstream(echo), startUpstream(hold), startUpstream(dieMidResponse), fullBacklog(), freePort()]);
+  [ok, holding, dying, blackhole, refusedPort] = await Promise.all([startUpstream(echo), startUpstream(held.hold), startUpstream(dieMidResponse), fullBacklog(), freePort()]);
   gw = await startTestGateway({
     config: {
       routes: [
@@ -91,7 +74,9 @@ afterAll(async () => {
   await Promise.all([ok?.close(), holding?.close(), dying?.close(), blackhole?.close()]);
 });
 
-const heldAt = (url: string) => () => held.find((entry) => entry.url === url);
+/** The error the gateway logged for its request to `upstream` (what it logged as the cause of a 5xx). */
+const loggedFailure = (upstream: string) =>
+  gw.logs.next((entry) => entry.msg === 'proxied request failed' && entry.upstream === upstream).then((entry) => entry.err as { message?: string });
 
 describe('upstream failures', () => {
   it('answers 502 with the $diagnoses body when the upstream refuses connections', async () => {
@@ -106,90 +91,75 @@ describe('upstream failures', () => {
     expect(RESOLVER_NAMES).toContain('nonexistent.invalid');
   });
 
-  it('answers 504 within the response timeout when the upstream accepts but never answers', async () => {
-    const started = performance.now();
+  // Timeouts are tested by their outcome, not the clock: a deadline that did
+  // not hold would leave the request hanging past the test's timeout, and the
+  // logged cause says which deadline passed.
+  it('answers 504 once the response timeout passes when the upstream accepts but never answers, and closes the upstream request', async () => {
     const response = await send(`${gw.url}/slow/never`);
-    const elapsed = performance.now() - started;
     expectDiagnoses(response.status, response.body, 504, '504 (Gateway Timeout) - temporarily_unavailable: upstream timed out');
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    // undici keeps its connect timers on a coarse (about 1 s) clock.
-    expect(elapsed).toBeLessThan(2_500);
-    // The timed-out upstream request is not left open.
-    await until(() => heldAt('/slow/never')()?.goneAt !== undefined, 1_000, 'the upstream request to be closed');
+    // The request reached the upstream (the answer was not made up before it), and was not left open there.
+    await (await held.of('/slow/never')).gone;
+    expect((await loggedFailure(holding.url)).message).toMatch(/headers timeout/i);
   });
 
-  it('answers 504 within the response timeout for a request that says Expect: 100-continue', async () => {
+  it('answers 504 once the response timeout passes for a request that says Expect: 100-continue', async () => {
     // The gateway answers 100 Continue itself; the deadline must hold all the same.
     const conn = await rawConnection(gw.url);
     conn.socket.write('POST /slow/expect HTTP/1.1\r\nhost: gw\r\ncontent-length: 5\r\nexpect: 100-continue\r\n\r\n');
-    await conn.waitFor('HTTP/1.1 100 Continue\r\n\r\n', 2_000);
-    const started = performance.now();
+    await conn.waitFor('HTTP/1.1 100 Continue\r\n\r\n');
     conn.socket.write('hello');
-    const data = await conn.waitFor('"}]}', 2_000);
-    const elapsed = performance.now() - started;
+    const data = await conn.waitFor('"}]}');
     conn.socket.destroy();
     const head = parseHead(data.subarray(data.indexOf('HTTP/1.1 5')));
     expectDiagnoses(head.status, head.rest, 504, '504 (Gateway Timeout) - temporarily_unavailable: upstream timed out');
-    // undici keeps its timers on a coarse (about 1 s) clock.
-    expect(elapsed).toBeLessThan(2_500);
+    const upstreamSaw = await held.of('/slow/expect');
+    await upstreamSaw.gone;
+    expect(upstreamSaw.ended).toBe(true);
   });
 
-  it('answers 504 within the connect timeout when the upstream never accepts the connection', async () => {
-    const started = performance.now();
+  it('answers 504 once the connect timeout passes when the upstream never accepts the connection', async () => {
     const response = await send(`${gw.url}/blackhole/x`);
-    const elapsed = performance.now() - started;
     expectDiagnoses(response.status, response.body, 504, '504 (Gateway Timeout) - temporarily_unavailable: upstream timed out');
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    // undici keeps its connect timers on a coarse (about 1 s) clock.
-    expect(elapsed).toBeLessThan(2_500);
     // It was the connect deadline that passed (the response deadline is 10 s).
-    const failure = gw.logs.entries().find((entry) => entry.msg === 'proxied request failed' && entry.upstream === blackhole.url);
-    expect((failure?.err as { message?: string } | undefined)?.message).toMatch(/connect timeout/i);
+    expect((await loggedFailure(blackhole.url)).message).toMatch(/connect timeout/i);
   });
 });
 
+// "At once": the upstream's request is closed while the gateway's deadlines
+// for it (30 s, the default) are still far off, so only the client's leaving
+// can have closed it; a gateway that held on would fail on the test timeout.
 describe('clients that go away', () => {
   it('frees the upstream request at once when the client aborts while the upstream is slow to answer', async () => {
     const client = httpRequest(`${gw.url}/hold/slow-answer`, { agent: false });
     client.on('error', () => {});
     client.end();
-    await until(() => heldAt('/hold/slow-answer')() !== undefined, 2_000, 'the upstream to receive the request');
-    const abortedAt = performance.now();
+    const upstreamSaw = await held.of('/hold/slow-answer');
     client.destroy();
-    await until(() => heldAt('/hold/slow-answer')()!.goneAt !== undefined, 1_000, 'the upstream request to be closed');
-    expect(heldAt('/hold/slow-answer')()!.goneAt! - abortedAt).toBeLessThan(1_000);
+    await upstreamSaw.gone;
   });
 
   it.each([['/hold'], ['/hold-limited']])('frees the upstream request at once when the client aborts a slow streaming request body (%s)', async (prefix) => {
     const url = `${prefix}/slow-upload`;
     const client = httpRequest(`${gw.url}${url}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/octet-stream' } });
     client.on('error', () => {});
-    const drip = setInterval(() => client.write(Buffer.alloc(100, 'x')), 50);
-    try {
-      await until(() => (heldAt(url)()?.bytes ?? 0) > 0, 2_000, 'the upstream to receive part of the body');
-    } finally {
-      clearInterval(drip);
-    }
-    const abortedAt = performance.now();
+    client.write(Buffer.alloc(100, 'x'));
+    const upstreamSaw = await held.of(url);
+    await upstreamSaw.firstBytes;
     client.destroy();
-    await until(() => heldAt(url)()!.goneAt !== undefined, 1_000, 'the upstream request to be closed');
-    expect(heldAt(url)()!.goneAt! - abortedAt).toBeLessThan(1_000);
-    expect(heldAt(url)()!.ended).toBe(false);
+    await upstreamSaw.gone;
+    expect(upstreamSaw.ended).toBe(false);
   });
 });
 
 describe('an upstream that dies mid-response', () => {
   it.each([['content-length', '/dying/length'], ['chunked', '/dying/chunked']])('cuts the client connection (%s framing), does not crash and keeps serving', async (_framing, path) => {
+    // A connection left hanging fails on the test timeout.
     const outcome = await new Promise<{ status: number; bytes: number; complete: boolean }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the client connection was left hanging')), 2_000);
       const client = httpRequest(`${gw.url}${path}`, { agent: false }, (res) => {
         let bytes = 0;
         res.on('data', (chunk: Buffer) => (bytes += chunk.length));
         res.on('error', () => {});
-        res.on('close', () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete });
-        });
+        res.on('close', () => resolve({ status: res.statusCode ?? 0, bytes, complete: res.complete }));
       });
       client.on('error', reject);
       client.end();

@@ -3,8 +3,10 @@
 // as `x_gatehouse_subject` or `X.Gatehouse.Subject` reach Node exactly as sent.
 import { once } from 'node:events';
 import {
+  Agent,
   createServer,
   request as httpRequest,
+  type ClientRequest,
   validateHeaderValue,
   type IncomingHttpHeaders,
   type IncomingMessage,
@@ -155,16 +157,27 @@ async function forwardOnce(req: IncomingMessage, headers: OutgoingHttpHeaders): 
     upReq.on('end', () => upRes.end('ok'));
   });
   await once(upstream.listen(0, '127.0.0.1'), 'listening');
-  try {
-    const outgoing = httpRequest({ host: '127.0.0.1', port: (upstream.address() as AddressInfo).port, method: req.method, path: req.url, headers });
-    req.pipe(outgoing);
+  // One kept-alive connection, as the engine's pool keeps one per request in flight.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const to = { host: '127.0.0.1', port: (upstream.address() as AddressInfo).port, agent };
+  const exchange = async (outgoing: ClientRequest) => {
     const [response] = (await once(outgoing, 'response')) as [IncomingMessage];
     response.resume();
     await once(response, 'end');
-    // Anything smuggled after the first request would have arrived by now.
-    await new Promise((r) => setTimeout(r, 50));
-    return seen;
+  };
+  try {
+    const outgoing = httpRequest({ ...to, method: req.method, path: req.url, headers });
+    req.pipe(outgoing);
+    await exchange(outgoing);
+    // One more request on the same connection: the upstream reads requests in
+    // order, so anything smuggled after the first has been seen once this one is answered.
+    const sentinel = httpRequest({ ...to, path: '/sentinel' });
+    sentinel.end();
+    await exchange(sentinel);
+    expect(sentinel.reusedSocket).toBe(true);
+    return seen.filter((entry) => entry.url !== '/sentinel');
   } finally {
+    agent.destroy();
     upstream.closeAllConnections();
     await new Promise((r) => upstream.close(r));
   }
