@@ -1,7 +1,7 @@
 // Log lines to stdout are written in batches: a quiet process still shows its
-// line within about a second, nothing is lost at exit (natural or
-// process.exit), and processes sharing one stdout pipe (workers) never
-// interleave inside a line.
+// line (the batch is flushed on a timer, about once a second), nothing is lost
+// at exit (natural or process.exit), and processes sharing one stdout pipe
+// (workers) never interleave inside a line.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, expect, it } from 'vitest';
@@ -18,17 +18,21 @@ afterEach(() => {
   for (const child of running.splice(0)) child.kill('SIGKILL');
 });
 
-it('shows a lone line within about a second, while the process keeps running', async () => {
+it('shows a lone line while the process keeps running', async () => {
+  // The fixture logs one line, far short of a batch, and stays up for 30 s:
+  // only the flush timer can bring the line out before the test times out.
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, 'one'], { stdio: ['ignore', 'pipe', 'inherit'] });
   running.push(child);
-  const started = performance.now();
   let output = '';
   child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => (output += chunk));
-  await expect.poll(() => output, { timeout: 10_000, interval: 50 }).toContain('a lone line');
+  await new Promise<void>((resolve) => {
+    child.stdout.on('data', (chunk: string) => {
+      output += chunk;
+      if (output.includes('\n')) resolve();
+    });
+  });
+  expect(output).toContain('a lone line');
   expect(child.exitCode).toBeNull();
-  // Startup (tsx) plus at most one flush period.
-  expect(performance.now() - started).toBeLessThan(8_000);
 });
 
 it('writes what is buffered when the process exits', async () => {
