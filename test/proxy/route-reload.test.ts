@@ -67,13 +67,13 @@ async function applied(routes: unknown[]): Promise<void> {
 /** Broken edits, each with a valid new route /c beside the problem (which must not apply either). */
 const BROKEN_EDITS: Array<[string, () => string, RegExp]> = [
   ['invalid YAML', () => `${configYaml([routeA(), routeC()])}\n  - prefix: [unclosed\n`, /^YAML: /],
-  ['a route with an invalid upstream URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]), /^routes\.2\.upstreams\.0: must be an http:\/\/ or https:\/\/ URL$/],
-  ['a route prefix under /api/v1/auth/', () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]), /routes\.2\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/],
+  ['a route with an invalid upstream URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]), /^routes\[2\]\.upstreams\[0\]: must be an http:\/\/ or https:\/\/ URL$/],
+  ['a route prefix under /api/v1/auth/', () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]), /routes\[2\]\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/],
   ['a duplicate key', () => configYaml([routeA(), routeC()]).replace('log:\n', 'log:\n  level: info\n'), /^YAML: .*[Mm]ap keys must be unique/],
-  ['a route with an upstream that is no URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]), /^routes\.2\.upstreams\.0: /],
+  ['a route with an upstream that is no URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]), /^routes\[2\]\.upstreams\[0\]: /],
   ['a route prefix with dot segments', () => configYaml([routeA(), routeC(), { prefix: '/x/../a', upstreams: [c.url] }]), /prefix "\/x\/\.\.\/a" holds \. or \.\. segments/],
-  ['a misspelt route key', () => configYaml([routeA(), routeC(), { prefix: '/d', upstream: [c.url] }]), /^routes\.2/],
-  ['a route with no upstream', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: [] }]), /^routes\.2\.upstreams: /],
+  ['a misspelt route key', () => configYaml([routeA(), routeC(), { prefix: '/d', upstream: [c.url] }]), /^routes\[2\]/],
+  ['a route with no upstream', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: [] }]), /^routes\[2\]\.upstreams: /],
 ];
 
 beforeAll(async () => {
@@ -192,7 +192,7 @@ describe('reloadRoutes() (what SIGHUP calls)', () => {
     expect(await unwatched.gateway.reloadRoutes()).toBe(false);
     expect(unwatched.logs.entries().filter((e) => e.msg === REFUSED).at(-1)).toMatchObject({
       level: 50,
-      problems: [expect.stringContaining('routes.2.prefix: /api/v1/auth/ is served by the gateway itself')],
+      problems: [expect.stringContaining('routes[2].prefix: /api/v1/auth/ is served by the gateway itself')],
     });
     expect(await get('/a/x')).toBe(200);
     expect(await get('/b/x')).toBe(200);
