@@ -5,22 +5,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from '../../src/config/load.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from '../../src/config/load.js';
+import { configProblems } from '../helpers/config-problems.js';
 
 const MINIMAL = {
   identity: { provider: 'local', usersFile: 'users.yaml' },
   tokens: { keysFile: 'keys.json' },
 };
 
-function problemsOf(fn: () => unknown): readonly string[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
+const problemsOf = configProblems;
 
 describe('parseConfig', () => {
   it('fills the documented defaults', () => {
