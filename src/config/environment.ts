@@ -36,7 +36,7 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
 
 function usersFileProblems(file: string, mayBeMissing: boolean): string[] {
   const stats = statOrCode(file);
-  if (isMissing(stats)) return mayBeMissing ? [] : [`no such file ${file} (\`gatehouse users add\` creates it)`];
+  if (isMissing(stats)) return mayBeMissing ? [] : [`no such file ${file} (gatehouse users add creates it)`];
   if (typeof stats === 'string') return [`cannot read ${file} (${stats})`];
   if (!stats.isFile()) return [`${file} is not a file`];
   let text: string;
