@@ -3,14 +3,25 @@
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { addApiKey, getUser, readUsersFile, revokeApiKey, writeUsersFile, findApiKey } from '../identity/users-file.js';
-import { EXIT_OK, UsageError, dispatch, formatTable, printable, singlePositional, writeLine, type CliIo } from './io.js';
+import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
+import { printable, type CliIo } from './io.js';
 
-const USAGE = `usage: gatehouse apikeys create USER [--label TEXT]
-       gatehouse apikeys revoke KEYID
-       gatehouse apikeys list [USER]`;
+export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
+  name: 'apikeys',
+  subcommands: {
+    create: {
+      synopsis: 'create USER [--label TEXT]',
+      summary: 'create an API key (printed once, on stdout)',
+      details: '  The users file keeps only a digest of the key: copy it when it is shown.',
+      run: create,
+    },
+    revoke: { synopsis: 'revoke KEYID', summary: 'revoke an API key and end the sessions opened with it', run: revoke },
+    list: { synopsis: 'list [USER]', summary: 'list API keys (ids and dates, never a secret)', run: list },
+  },
+};
 
 export async function runApiKeysCommand(args: string[], io: CliIo): Promise<number> {
-  return dispatch('apikeys', USAGE, { create, revoke, list }, args, io);
+  return runGroup(APIKEYS_COMMANDS, args, io);
 }
 
 async function create(args: string[], io: CliIo): Promise<number> {

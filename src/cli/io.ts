@@ -1,102 +1,12 @@
 // What the `gatehouse users …` and `gatehouse apikeys …` commands need from
 // the outside world, passed in rather than taken from `process`, so tests run
 // them in-process with plain streams. Also the few I/O helpers they share.
-import { UsersChangeError, UsersFileError } from '../identity/users-file.js';
+import { CliError, type OutputIo } from './command.js';
 
-export interface CliIo {
+export interface CliIo extends OutputIo {
   /** The users file the commands read and replace. */
   usersFile: string;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-}
-
-/** Wrong command line: answered with the usage text and exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
-
-/** A refusal the operator can act on (password too short, cancelled prompt…): exit code 1. */
-export class CliError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
-
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-
-/**
- * Runs one command and turns its outcome into an exit code: usage errors
- * (including those of node:util parseArgs) print the usage text and give 2,
- * every other error prints its message alone and gives 1. Never a stack trace.
- */
-export async function runCli(usage: string, io: CliIo, command: () => Promise<number>): Promise<number> {
-  try {
-    return await command();
-  } catch (error) {
-    if (error instanceof UsageError || isParseArgsError(error)) {
-      writeLine(io.stderr, `gatehouse: ${(error as Error).message}`);
-      writeLine(io.stderr, usage);
-      return EXIT_USAGE;
-    }
-    if (error instanceof UsersChangeError || error instanceof UsersFileError || error instanceof CliError) {
-      writeLine(io.stderr, `gatehouse: ${error.message}`);
-      return EXIT_FAILURE;
-    }
-    writeLine(io.stderr, `gatehouse: ${error instanceof Error ? error.message : String(error)}`);
-    return EXIT_FAILURE;
-  }
-}
-
-export type Subcommand = (args: string[], io: CliIo) => Promise<number>;
-
-/**
- * Runs `gatehouse <group> <command> …`: the named subcommand, the usage for
- * help, a usage error for anything else; all through runCli.
- */
-export function dispatch(group: string, usage: string, subcommands: Record<string, Subcommand>, args: string[], io: CliIo): Promise<number> {
-  return runCli(usage, io, async () => {
-    const [command, ...rest] = args;
-    if (command === undefined) throw new UsageError('missing command');
-    if (command === 'help' || command === '--help' || command === '-h') {
-      writeLine(io.stdout, usage);
-      return EXIT_OK;
-    }
-    const subcommand = Object.hasOwn(subcommands, command) ? subcommands[command] : undefined;
-    if (!subcommand) throw new UsageError(`unknown command: ${group} ${command}`);
-    return subcommand(rest, io);
-  });
-}
-
-function isParseArgsError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
-}
-
-/** The one positional argument a command takes (NAME, USER, KEYID). */
-export function singlePositional(positionals: readonly string[], name: string): string {
-  if (positionals.length === 0) throw new UsageError(`missing ${name}`);
-  if (positionals.length > 1) throw new UsageError(`unexpected argument: ${positionals[1]}`);
-  return positionals[0]!;
-}
-
-export function writeLine(stream: NodeJS.WritableStream, text: string): void {
-  stream.write(`${text}\n`);
-}
-
-/** Left-aligned columns separated by two spaces; the last column is not padded. */
-export function formatTable(rows: readonly (readonly string[])[]): string {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows
-    .map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  '))
-    .join('\n');
 }
 
 /** Control characters in operator-given text (labels) would break the table or drive the terminal. */

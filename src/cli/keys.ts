@@ -1,48 +1,42 @@
 // `gatehouse keys …`: rotates and lists the token signing keys of the keys
 // file named by the config. A running gateway picks a rotation up through its
 // file watch; tokens signed by the previous key keep verifying until they expire.
+import { parseArgs } from 'node:util';
 import type { SigningAlgorithm } from '../config/schema.js';
 import { listKeys, rotateKeys } from '../tokens/keyset.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatTable, writeLine } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, formatTable, runGroup, writeLine, type CommandGroup, type OutputIo } from './command.js';
 
-export interface KeysCommandIo {
+export interface KeysCommandIo extends OutputIo {
   keysFile: string;
   /** The configured algorithm: the new key's. */
   algorithm: SigningAlgorithm;
   /** How long a retired key keeps verifying: the refresh-token lifetime. */
   retainS: number;
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
 }
 
-const USAGE = `usage: gatehouse keys rotate
-       gatehouse keys list
+/** Neither subcommand takes an argument. */
+const noArguments = (run: (io: KeysCommandIo) => Promise<number>) => (args: string[], io: KeysCommandIo) => {
+  parseArgs({ args, options: {}, allowPositionals: false, strict: true });
+  return run(io);
+};
 
-  rotate  signs new tokens with a new key of tokens.algorithm; the previous
-          key keeps verifying for tokens.refreshTokenTtlS, then is dropped
-  list    shows each key's kid, algorithm, status and dates (no key material)`;
+export const KEYS_COMMANDS: CommandGroup<KeysCommandIo> = {
+  name: 'keys',
+  subcommands: {
+    rotate: {
+      synopsis: 'rotate',
+      summary: 'sign with a new key (old keys keep verifying)',
+      details: `  New tokens are signed with a new key of tokens.algorithm; the previous key
+  keeps verifying for tokens.refreshTokenTtlS, then is dropped.`,
+      run: noArguments(rotate),
+    },
+    list: { synopsis: 'list', summary: 'list signing keys: kid, algorithm, status, dates (no key material)', run: noArguments(list) },
+  },
+};
 
-/** `args`: the words after `keys`. */
+/** `args`: the words after `keys`. A KeysFileError names the file and what is wrong with it, never key material. */
 export async function runKeysCommand(args: string[], io: KeysCommandIo): Promise<number> {
-  const [command, ...rest] = args;
-  if (command === 'help' || command === '--help' || command === '-h') {
-    writeLine(io.stdout, USAGE);
-    return EXIT_OK;
-  }
-  if ((command !== 'rotate' && command !== 'list') || rest.length > 0) {
-    const problem =
-      command === undefined ? 'missing command' : rest.length > 0 ? `unexpected argument: ${rest[0]}` : `unknown command: keys ${command}`;
-    writeLine(io.stderr, `gatehouse: ${problem}`);
-    writeLine(io.stderr, USAGE);
-    return EXIT_USAGE;
-  }
-  try {
-    return command === 'rotate' ? await rotate(io) : await list(io);
-  } catch (error) {
-    // A KeysFileError names the file and what is wrong with it, never key material.
-    writeLine(io.stderr, `gatehouse: ${error instanceof Error ? error.message : String(error)}`);
-    return EXIT_FAILURE;
-  }
+  return runGroup(KEYS_COMMANDS, args, io);
 }
 
 async function rotate(io: KeysCommandIo): Promise<number> {

@@ -13,28 +13,32 @@ import {
   setDisabled,
   writeUsersFile,
 } from '../identity/users-file.js';
-import { canPromptHidden, CliError, dispatch, EXIT_OK, formatTable, promptHidden, readAll, singlePositional, UsageError, writeLine, type CliIo } from './io.js';
+import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
+import { canPromptHidden, promptHidden, readAll, type CliIo } from './io.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
-const USAGE = `usage: gatehouse users add NAME [--password-stdin]
-       gatehouse users disable NAME
-       gatehouse users enable NAME
-       gatehouse users remove NAME
-       gatehouse users list
-
-  add reads the password from a terminal prompt, or with --password-stdin
+export const USERS_COMMANDS: CommandGroup<CliIo> = {
+  name: 'users',
+  subcommands: {
+    add: {
+      synopsis: 'add NAME [--password-stdin]',
+      summary: 'add a user (password prompted, or read from stdin)',
+      details: `  The password is asked twice on a terminal, or with --password-stdin read
   from the whole of stdin (one trailing newline is dropped). Passwords have
-  at least ${MIN_PASSWORD_LENGTH} characters.`;
+  at least ${MIN_PASSWORD_LENGTH} characters.`,
+      run: add,
+    },
+    disable: { synopsis: 'disable NAME', summary: 'refuse the user\'s logins and tokens at once', run: (rest, io) => changeStatus(rest, io, true) },
+    enable: { synopsis: 'enable NAME', summary: 'let a disabled user log in again', run: (rest, io) => changeStatus(rest, io, false) },
+    remove: { synopsis: 'remove NAME', summary: 'remove the user and their API keys', run: remove },
+    list: { synopsis: 'list', summary: 'list users (never a password hash)', run: list },
+  },
+  notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.`,
+};
 
 export async function runUsersCommand(args: string[], io: CliIo): Promise<number> {
-  return dispatch('users', USAGE, {
-    add,
-    disable: (rest, cli) => changeStatus(rest, cli, true),
-    enable: (rest, cli) => changeStatus(rest, cli, false),
-    remove,
-    list,
-  }, args, io);
+  return runGroup(USERS_COMMANDS, args, io);
 }
 
 async function add(args: string[], io: CliIo): Promise<number> {

@@ -11,11 +11,13 @@ import { ConfigSchema, type Config } from './schema.js';
 export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL('../../config/gatehouse.yaml', import.meta.url));
 
 export class ConfigError extends Error {
+  readonly source: string;
   readonly problems: readonly string[];
 
   constructor(source: string, problems: string[]) {
     super(`invalid configuration (${source}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
     this.name = 'ConfigError';
+    this.source = source;
     this.problems = problems;
   }
 }
@@ -48,25 +50,23 @@ export function configFilePath(options: LoadConfigOptions = {}): string {
   return resolve(options.file ?? (env.GATEHOUSE_CONFIG || DEFAULT_CONFIG_FILE));
 }
 
+/** The file's contents, validated (schema and content checks, not the file system); see check.ts for both. */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
-  const env = options.env ?? process.env;
   const file = configFilePath(options);
+  return parseConfig(readConfigFile(file), { baseDir: dirname(file), env: options.env ?? process.env, source: file });
+}
+
+/** The YAML of `file` as plain data; a file that cannot be read or parsed is a ConfigError. */
+export function readConfigFile(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ConfigError(file, [`cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
   }
-  return parseConfig(parseYaml(text, file), { baseDir: dirname(file), env, source: file });
-}
-
-function parseYaml(text: string, source: string): unknown {
   const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
-    throw new ConfigError(
-      source,
-      document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`),
-    );
+    throw new ConfigError(file, document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
   }
   return document.toJS() ?? {};
 }
@@ -80,13 +80,39 @@ export interface ParseConfigOptions {
 
 /** Validates a configuration object (from YAML, or built by a test) and freezes it. */
 export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
-  const source = options.source ?? 'configuration';
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new ConfigError(source, ['the top level must be a mapping of sections (server, store, identity, tokens, routes, …)']);
-  }
-  const problems: string[] = [];
-  const merged = structuredClone(raw) as Record<string, unknown>;
+  const { config, problems } = validateConfig(raw, options);
+  if (config === undefined) throw new ConfigError(options.source ?? 'configuration', problems);
+  return config;
+}
+
+/** The files a config names, resolved, as far as they could be read (even from a config that does not validate). */
+export interface ConfiguredFiles {
+  usersFile?: string;
+  keysFile?: string;
+}
+
+export interface ConfigValidation {
+  /** Undefined when there are problems. */
+  config: Config | undefined;
+  problems: string[];
+  files: ConfiguredFiles;
+  /** `label('identity.usersFile')`: the path as problems name it, with the variable it came from. */
+  label(path: string): string;
+}
+
+/**
+ * Schema and content checks. Also returns the files the config names even
+ * when it does not validate, so that the environment checks can report their
+ * problems in the same go.
+ */
+export function validateConfig(raw: unknown, options: ParseConfigOptions): ConfigValidation {
   const fromEnv = new Map<string, string>();
+  const label = (path: string) => `${path}${fromEnv.has(path) ? ` (from ${fromEnv.get(path)})` : ''}`;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    const problem = 'the top level must be a mapping of sections (server, store, identity, tokens, routes, …)';
+    return { config: undefined, problems: [problem], files: {}, label };
+  }
+  const merged = structuredClone(raw) as Record<string, unknown>;
   for (const { env: name, path, kind } of ENV_OVERRIDES) {
     const value = options.env?.[name];
     if (value === undefined || value === '') continue;
@@ -94,20 +120,57 @@ export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
     fromEnv.set(path.join('.'), name);
   }
 
+  const files: ConfiguredFiles = {};
+  const usersFile = stringAt(merged, 'identity', 'usersFile');
+  const keysFile = stringAt(merged, 'tokens', 'keysFile');
+  if (usersFile) files.usersFile = resolvePath(options.baseDir, usersFile);
+  if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
+
   const result = ConfigSchema.safeParse(merged);
   if (!result.success) {
-    for (const issue of result.error.issues) {
-      const path = issue.path.join('.') || '(top level)';
-      const envName = fromEnv.get(path);
-      problems.push(`${path}${envName ? ` (from ${envName})` : ''}: ${issue.message}`);
-    }
-    throw new ConfigError(source, problems);
+    const problems = inPathOrder(result.error.issues).map((issue) => `${label(formatPath(issue.path))}: ${issue.message}`);
+    return { config: undefined, problems, files, label };
   }
-
   const config = result.data;
-  config.identity.usersFile = resolvePath(options.baseDir, config.identity.usersFile);
-  config.tokens.keysFile = resolvePath(options.baseDir, config.tokens.keysFile);
-  return deepFreeze(config);
+  config.identity.usersFile = files.usersFile!;
+  config.tokens.keysFile = files.keysFile!;
+  return { config: deepFreeze(config), problems: [], files, label };
+}
+
+/** `routes[2].upstreams[0]`: keys joined by dots, array indexes in brackets. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(top level)';
+  return path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
+    .join('');
+}
+
+/**
+ * Zod reports a list's own problems (duplicates) after its entries'; an
+ * operator reads them best by position: `routes[1].name` next to
+ * `routes[1].upstreams`. Sections keep the order they were first named in.
+ */
+function inPathOrder<T extends { path: readonly PropertyKey[] }>(issues: readonly T[]): T[] {
+  const rank = new Map<PropertyKey, number>();
+  for (const { path } of issues) for (const key of path) if (typeof key !== 'number' && !rank.has(key)) rank.set(key, rank.size);
+  const order = (key: PropertyKey | undefined) => (key === undefined ? -1 : typeof key === 'number' ? key : rank.get(key)!);
+  const compare = (a: T, b: T): number => {
+    for (let i = 0; i < Math.max(a.path.length, b.path.length); i++) {
+      const [x, y] = [a.path[i], b.path[i]];
+      if (x === y) continue;
+      // A number and a string never meet at one depth of one config, except past its end (-1).
+      return order(x) - order(y);
+    }
+    return 0;
+  };
+  return [...issues].sort(compare);
+}
+
+function stringAt(root: Record<string, unknown>, section: string, key: string): string | undefined {
+  const node = root[section];
+  if (node === null || typeof node !== 'object') return undefined;
+  const value = (node as Record<string, unknown>)[key];
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function resolvePath(baseDir: string, path: string): string {

@@ -1,7 +1,10 @@
 // The one schema of Gatehouse's configuration. The TypeScript types below are
 // inferred from it, so the code and the validation can never disagree.
 // Every object is strict: a misspelt key is an error, not a silently ignored line.
+// What types cannot say (routes that clash, addresses the proxy cannot read)
+// is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
+import { always, checkIdentityHeaders, checkRoute, checkRouteClashes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
 import * as d from './defaults.js';
 
 const port = z.number().int().min(0).max(65_535);
@@ -14,7 +17,8 @@ const storeUrl = z
   .string()
   .regex(/^(redis|rediss|redis-sentinel|redis-cluster):\/\/.+/, {
     error: 'must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL',
-  });
+  })
+  .superRefine((url, ctx): void => checkStoreUrl(url, ctx), { when: withoutIssues });
 
 export const ServerSchema = z.strictObject({
   host: host.default(d.DEFAULT_HOST),
@@ -22,7 +26,7 @@ export const ServerSchema = z.strictObject({
   /** Body limit of the gateway's own JSON endpoints; proxied routes have their own. */
   apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
   /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed. */
-  trustedProxies: z.array(z.string().min(1)).default([]),
+  trustedProxies: z.array(z.string().min(1).superRefine((entry, ctx): void => checkTrustedProxy(entry, ctx), { when: withoutIssues })).default([]),
   /**
    * Worker processes sharing the listeners (node:cluster): a number, or
    * `auto` for one per CPU. More than one needs a shared store (Redis).
@@ -112,7 +116,7 @@ export const RouteSchema = z.strictObject({
       statusTimeoutMs: positiveInt.default(d.DEFAULT_STATUS_TIMEOUT_MS),
     })
     .prefault({}),
-});
+}).superRefine((route, ctx): void => checkRoute(route, ctx), { when: withoutIssues });
 
 export const RequestsSchema = z.strictObject({
   /** How long a request record is kept, pending or terminal (from its last change). */
@@ -143,6 +147,7 @@ export const ProxySchema = z.strictObject({
       tokenType: headerName.default(d.DEFAULT_TOKEN_TYPE_HEADER),
       authMethod: headerName.default(d.DEFAULT_AUTH_METHOD_HEADER),
     })
+    .superRefine((names, ctx): void => checkIdentityHeaders(names, ctx), { when: withoutIssues })
     .prefault({}),
   /** How long a target that refused connections is skipped before it is tried again. */
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
@@ -166,7 +171,7 @@ export const ConfigSchema = z
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
-  routes: z.array(RouteSchema).default([]),
+  routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRouteClashes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {
     // Workers do not share memory: sessions and statuses must live in Redis.

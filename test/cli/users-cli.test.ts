@@ -96,8 +96,7 @@ describe('users add', () => {
   it('refuses to read a password from stdin that is not a terminal without --password-stdin', async () => {
     const result = await users(['add', 'alice'], 'alice-password-1\n');
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/not a terminal.*--password-stdin/);
-    expect(result.stderr).toMatch(/usage: gatehouse users add NAME/);
+    expect(result.stderr).toMatch(/^gatehouse: stdin is not a terminal.*--password-stdin \(see gatehouse users add --help\)\n$/);
     expect((await readUsersFile(usersFile)).users).toEqual({});
   });
 
@@ -205,7 +204,7 @@ describe('users list', () => {
 });
 
 describe('usage', () => {
-  it('answers bad usage with the usage text on stderr and exit code 2', async () => {
+  it('answers bad usage with one line on stderr, pointing to the usage, and exit code 2', async () => {
     const cases = [
       [],
       ['frobnicate'],
@@ -221,7 +220,7 @@ describe('usage', () => {
       const result = await users(args, 'alice-password-1\n');
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stdout).toBe('');
-      expect(result.stderr).toMatch(/^gatehouse: .+\nusage: gatehouse users add NAME/);
+      expect(result.stderr).toMatch(/^gatehouse: [^\n]+ \(see gatehouse users( [a-z]+)? --help\)\n$/);
     }
     expect(await readFile(usersFile, 'utf8').catch(() => 'absent')).toBe('absent');
   });
@@ -231,5 +230,14 @@ describe('usage', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^usage: gatehouse users add NAME \[--password-stdin\]/);
     expect(result.stdout).toMatch(/at least 8 characters/);
+  });
+
+  it('prints a subcommand\'s own usage for its --help, and does nothing else', async () => {
+    for (const command of ['add', 'disable', 'enable', 'remove', 'list']) {
+      const result = await users([command, 'alice', '--help']);
+      expect(result, command).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(new RegExp(`^usage: gatehouse users ${command}\\b`));
+    }
+    expect(await readFile(usersFile, 'utf8').catch(() => 'absent')).toBe('absent');
   });
 });

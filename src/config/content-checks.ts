@@ -1,0 +1,116 @@
+// What the schema's types cannot say about a config's content: routes that
+// clash, prefixes the gateway serves itself, addresses and URLs that the
+// parts built from the config would refuse. Each check is a dry run of the
+// very code that later builds that part (route table, header policy, store
+// URL parser), so the check and the start can never disagree; none of them
+// touches the file system or the network. The schema calls them as zod
+// refinements, so their problems come with field paths like any other.
+import proxyaddr from '@fastify/proxy-addr';
+import type { z } from 'zod';
+import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
+import { RouteTable, type CompiledRoute } from '../proxy/route-table.js';
+import { HeaderPolicy } from '../proxy/upstream-headers.js';
+import { parseStoreUrl } from '../store/create-store.js';
+import type { IdentityHeaderNames, RouteConfig } from './schema.js';
+
+type Context = z.RefinementCtx;
+
+/** One route on its own: the route table must be able to compile it, and it must not claim the gateway's paths. */
+export function checkRoute(route: RouteConfig, ctx: Context): void {
+  let compiled: CompiledRoute;
+  try {
+    compiled = RouteTable.compile([route]).routes[0]!;
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message });
+    return;
+  }
+  // Judged on the canonical prefix: `/api/v1/%61uth` is `/api/v1/auth` too.
+  if (isShadowedRoutePrefix(compiled.prefix)) {
+    ctx.addIssue({ code: 'custom', path: ['prefix'], message: `${route.prefix} is served by the gateway itself` });
+  }
+}
+
+/**
+ * Routes against each other: a second route with a name already taken, or
+ * with the prefix and host of an earlier one for some of the same methods,
+ * would be silently ignored (the first one wins every match). Run even when
+ * some route does not validate (`when` below), so the whole list is judged at
+ * once; hence the defensive reading of each entry.
+ */
+export function checkRouteClashes(routes: readonly unknown[], ctx: Context): void {
+  const names = new Map<string, number>();
+  const seen: Array<{ index: number; route: CompiledRoute }> = [];
+  routes.forEach((entry, index) => {
+    const name = (entry as { name?: unknown } | null)?.name;
+    if (typeof name === 'string') {
+      const first = names.get(name);
+      if (first === undefined) names.set(name, index);
+      else ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate route name ${JSON.stringify(name)} (also routes[${first}])` });
+    }
+    const route = compiledOrUndefined(entry);
+    if (route === undefined) return;
+    const clash = seen.find(({ route: other }) => other.prefix === route.prefix && other.host === route.host && methodsOverlap(other, route));
+    if (clash) {
+      const host = route.host === undefined ? '' : ` on host ${JSON.stringify(route.host)}`;
+      ctx.addIssue({
+        code: 'custom',
+        path: [index, 'prefix'],
+        message: `duplicate prefix ${JSON.stringify(route.config.prefix)}${host} (also routes[${clash.index}])`,
+      });
+    }
+    seen.push({ index, route });
+  });
+}
+
+/** For zod's `when`: judge the list even when some entries failed their own checks. */
+export const always = (): boolean => true;
+/** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */
+export const withoutIssues = (payload: { issues: readonly unknown[] }): boolean => payload.issues.length === 0;
+
+function compiledOrUndefined(entry: unknown): CompiledRoute | undefined {
+  const route = entry as Partial<Record<keyof RouteConfig, unknown>> | null;
+  if (typeof route?.prefix !== 'string') return undefined;
+  if (route.host !== undefined && typeof route.host !== 'string') return undefined;
+  if (route.rewritePrefix !== undefined && typeof route.rewritePrefix !== 'string') return undefined;
+  if (route.methods !== undefined && !Array.isArray(route.methods)) return undefined;
+  try {
+    return RouteTable.compile([route as RouteConfig]).routes[0];
+  } catch {
+    return undefined; // reported by checkRoute
+  }
+}
+
+/** Undefined methods: every method. */
+function methodsOverlap(a: CompiledRoute, b: CompiledRoute): boolean {
+  if (a.methods === undefined || b.methods === undefined) return true;
+  for (const method of a.methods) if (b.methods.has(method)) return true;
+  return false;
+}
+
+/** `store.url`: the scheme is the schema's; hosts, ports, credentials' encoding and parameters are the parser's. */
+export function checkStoreUrl(url: string, ctx: Context): void {
+  try {
+    parseStoreUrl(url);
+  } catch (error) {
+    // The parser's message shows the URL with its password masked.
+    ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message });
+  }
+}
+
+/** One `server.trustedProxies` entry: an address, a CIDR range or a proxy-addr name (loopback, linklocal, uniquelocal). */
+export function checkTrustedProxy(entry: string, ctx: Context): void {
+  try {
+    proxyaddr.compile([entry]);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message });
+  }
+}
+
+/** `proxy.identityHeaders`: distinct names that no other header policy rule owns. */
+export function checkIdentityHeaders(identityHeaders: IdentityHeaderNames, ctx: Context): void {
+  try {
+    new HeaderPolicy({ identityHeaders, trustedProxies: [] });
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message.replace(/^proxy\.identityHeaders: /, '') });
+  }
+}

@@ -1,0 +1,106 @@
+// The environment checks: what the config asks of the file system, looked at
+// before anything is written or opened. The users file must exist, be
+// readable and parse; the keys file must be readable, or its folder must
+// exist and be writable so that the first start can create it. Read-only:
+// nothing here creates, writes or locks a file.
+import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
+import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
+import type { ConfiguredFiles } from './load.js';
+
+export interface EnvironmentCheckOptions {
+  /**
+   * Files the embedded default names for a first start on a fresh checkout:
+   * its users file may be missing (nobody can log in, which the gateway logs)
+   * and its keys folder (`data/`) may still have to be created. Files an
+   * operator configured must be where the config says.
+   */
+  embeddedDefault: { usersFile: boolean; keysFile: boolean };
+  /** How a field is named in a problem: its path, and the variable it came from. */
+  label(path: string): string;
+}
+
+/** Every problem found, each starting with its field's path; empty when all is well. */
+export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentCheckOptions): string[] {
+  const problems: string[] = [];
+  if (files.usersFile !== undefined) {
+    const field = options.label('identity.usersFile');
+    problems.push(...usersFileProblems(files.usersFile, options.embeddedDefault.usersFile).map((p) => `${field}: ${p}`));
+  }
+  if (files.keysFile !== undefined) {
+    const field = options.label('tokens.keysFile');
+    problems.push(...keysFileProblems(files.keysFile, options.embeddedDefault.keysFile).map((p) => `${field}: ${p}`));
+  }
+  return problems;
+}
+
+function usersFileProblems(file: string, mayBeMissing: boolean): string[] {
+  const stats = statOrCode(file);
+  if (isMissing(stats)) return mayBeMissing ? [] : [`no such file ${file} (gatehouse users add creates it)`];
+  if (typeof stats === 'string') return [`cannot read ${file} (${stats})`];
+  if (!stats.isFile()) return [`${file} is not a file`];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    return [`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`];
+  }
+  try {
+    parseUsersFile(text, file);
+  } catch (error) {
+    if (!(error instanceof UsersFileError)) throw error;
+    // Its problems name fields of the users file, never a hash.
+    return error.problems.map((problem) => `${file}: ${problem}`);
+  }
+  return [];
+}
+
+function keysFileProblems(file: string, mayCreateFolder: boolean): string[] {
+  const stats = statOrCode(file);
+  if (typeof stats !== 'string') {
+    if (!stats.isFile()) return [`${file} is not a file`];
+    const code = accessCode(file, constants.R_OK);
+    return code === undefined ? [] : [`cannot read ${file} (${code})`];
+  }
+  if (!isMissing(stats)) return [`cannot read ${file} (${stats})`];
+  // The first start creates the file: its folder must take a new file.
+  let folder = dirname(file);
+  let folderStats = statOrCode(folder);
+  if (isMissing(folderStats)) {
+    if (!mayCreateFolder) return [`directory ${folder} does not exist`];
+    // `data/` of the embedded default is created on first start, in the nearest folder that exists.
+    while (isMissing(folderStats) && dirname(folder) !== folder) {
+      folder = dirname(folder);
+      folderStats = statOrCode(folder);
+    }
+  }
+  if (typeof folderStats === 'string') return [`cannot look into directory ${folder} (${folderStats})`];
+  if (!folderStats.isDirectory()) return [`${folder} is not a directory`];
+  if (accessCode(folder, constants.W_OK | constants.X_OK) !== undefined) {
+    return [`directory ${folder} is not writable (the key set is created there on first start)`];
+  }
+  return [];
+}
+
+/** ENOTDIR: some folder on the way is a file, so there is no such path either. */
+function isMissing(stats: Stats | string): boolean {
+  return stats === 'ENOENT' || stats === 'ENOTDIR';
+}
+
+/** The file's stats, or the error code that kept them from us. */
+function statOrCode(path: string): Stats | string {
+  try {
+    return statSync(path);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? 'error';
+  }
+}
+
+function accessCode(path: string, mode: number): string | undefined {
+  try {
+    accessSync(path, mode);
+    return undefined;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? 'error';
+  }
+}

@@ -1,0 +1,140 @@
+// The environment checks: the files a config names are looked at before
+// anything is written, and their problems come with the schema's, each with
+// its field path. Only the embedded default may start without its users file
+// or keys folder.
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { loadCheckedConfig } from '../../src/config/check.js';
+import { checkEnvironment } from '../../src/config/environment.js';
+import { DEFAULT_CONFIG_FILE } from '../../src/config/load.js';
+import { configProblems } from '../helpers/config-problems.js';
+import { writeTestUsers } from '../helpers/gateway.js';
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gatehouse-env-check-'));
+  await writeTestUsers(join(dir, 'users.yaml'), [{ name: 'alice', password: 'alice-password-1' }]);
+});
+
+function configFile(lines: string[]): string {
+  const file = join(dir, 'gatehouse.yaml');
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+const VALID = ['identity: {provider: local, usersFile: ./users.yaml}', 'tokens: {keysFile: ./keys.json}'];
+
+const problemsOf = (options: Parameters<typeof loadCheckedConfig>[0]) => configProblems(() => loadCheckedConfig(options));
+
+describe('a config whose files are in place', () => {
+  it('passes, and the check creates nothing', () => {
+    const file = configFile(VALID);
+    const before = readdirSync(dir).sort();
+    const checked = loadCheckedConfig({ file, env: {} });
+    expect(checked.file).toBe(file);
+    expect(checked.config.tokens.keysFile).toBe(join(dir, 'keys.json'));
+    expect(readdirSync(dir).sort()).toEqual(before);
+  });
+
+  it('passes with an existing keys file', () => {
+    writeFileSync(join(dir, 'keys.json'), '{}');
+    expect(loadCheckedConfig({ file: configFile(VALID), env: {} }).config.identity.usersFile).toBe(join(dir, 'users.yaml'));
+  });
+});
+
+describe('the users file', () => {
+  it('must exist when a config names it', () => {
+    const file = configFile(['identity: {provider: local, usersFile: ./userz.yaml}', 'tokens: {keysFile: ./keys.json}']);
+    expect(problemsOf({ file, env: {} })).toEqual([expect.stringMatching(new RegExp(`^identity\\.usersFile: no such file ${join(dir, 'userz.yaml')}`))]);
+  });
+
+  it('must exist when the environment names it, also for the embedded default', () => {
+    const missing = join(dir, 'nope.yaml');
+    expect(problemsOf({ file: configFile(VALID), env: { GATEHOUSE_USERS_FILE: missing } })).toEqual([
+      expect.stringMatching(/^identity\.usersFile \(from GATEHOUSE_USERS_FILE\): no such file /),
+    ]);
+    expect(problemsOf({ file: DEFAULT_CONFIG_FILE, env: { GATEHOUSE_USERS_FILE: missing } })).toEqual([
+      expect.stringMatching(/^identity\.usersFile \(from GATEHOUSE_USERS_FILE\): no such file /),
+    ]);
+  });
+
+  it('must be a file', () => {
+    mkdirSync(join(dir, 'folder.yaml'));
+    const file = configFile(['identity: {provider: local, usersFile: ./folder.yaml}', 'tokens: {keysFile: ./keys.json}']);
+    expect(problemsOf({ file, env: {} })).toEqual([`identity.usersFile: ${join(dir, 'folder.yaml')} is not a file`]);
+  });
+
+  it('must parse, every problem of it named', () => {
+    writeFileSync(join(dir, 'users.yaml'), 'users:\n  alice: {id: 1}\n  "bad name": {}\n');
+    const problems = problemsOf({ file: configFile(VALID), env: {} });
+    expect(problems.length).toBeGreaterThan(1);
+    for (const problem of problems) expect(problem).toMatch(new RegExp(`^identity\\.usersFile: ${join(dir, 'users.yaml')}: users\\.`));
+  });
+});
+
+describe('the keys file', () => {
+  it('may be missing, but its directory must exist', () => {
+    const file = configFile(['identity: {provider: local, usersFile: ./users.yaml}', 'tokens: {keysFile: /nope-gatehouse/keys.json}']);
+    expect(problemsOf({ file, env: {} })).toEqual(['tokens.keysFile: directory /nope-gatehouse does not exist']);
+  });
+
+  it('must be a file, in a directory', () => {
+    mkdirSync(join(dir, 'keys.json'));
+    writeFileSync(join(dir, 'plain'), '');
+    expect(problemsOf({ file: configFile(VALID), env: {} })).toEqual([`tokens.keysFile: ${join(dir, 'keys.json')} is not a file`]);
+    expect(problemsOf({ file: configFile(VALID), env: { GATEHOUSE_KEYS_FILE: join(dir, 'plain', 'keys.json') } })).toEqual([
+      `tokens.keysFile (from GATEHOUSE_KEYS_FILE): ${join(dir, 'plain')} is not a directory`,
+    ]);
+  });
+
+  it('named by the environment, must have its directory even with the embedded default', () => {
+    expect(problemsOf({ file: DEFAULT_CONFIG_FILE, env: { GATEHOUSE_KEYS_FILE: join(dir, 'no-such-dir', 'keys.json') } })).toEqual([
+      `tokens.keysFile (from GATEHOUSE_KEYS_FILE): directory ${join(dir, 'no-such-dir')} does not exist`,
+    ]);
+  });
+});
+
+describe('the embedded default', () => {
+  it('passes as it ships', () => {
+    expect(loadCheckedConfig({ env: {} }).file).toBe(DEFAULT_CONFIG_FILE);
+  });
+
+  it('may start without its users file, and creates its keys folder where it can', () => {
+    const label = (path: string) => path;
+    const files = { usersFile: join(dir, 'absent.yaml'), keysFile: join(dir, 'data', 'keys', 'keys.json') };
+    expect(checkEnvironment(files, { embeddedDefault: { usersFile: true, keysFile: true }, label })).toEqual([]);
+    expect(readdirSync(dir)).toEqual(['users.yaml']);
+    // The same files, configured by an operator:
+    expect(checkEnvironment(files, { embeddedDefault: { usersFile: false, keysFile: false }, label })).toEqual([
+      expect.stringMatching(/^identity\.usersFile: no such file /),
+      `tokens.keysFile: directory ${join(dir, 'data', 'keys')} does not exist`,
+    ]);
+    // Nor can it create its folder under a file.
+    const underFile = { keysFile: join(dir, 'users.yaml', 'data', 'keys.json') };
+    expect(checkEnvironment(underFile, { embeddedDefault: { usersFile: true, keysFile: true }, label })).toEqual([
+      `tokens.keysFile: ${join(dir, 'users.yaml')} is not a directory`,
+    ]);
+  });
+});
+
+describe('every problem at once', () => {
+  it('reports the schema, content and environment problems together', () => {
+    const file = configFile([
+      'server: {port: 70000}',
+      'identity: {provider: local, usersFile: /x-gatehouse/users.yaml}',
+      'tokens: {keysFile: /nope-gatehouse/keys.json}',
+      'routes:',
+      '  - {name: orders, prefix: /orders, upstreams: ["http://a:1"]}',
+      '  - {name: orders, prefix: /orders2, upstreams: ["http://a:1"]}',
+    ]);
+    expect(problemsOf({ file, env: {} })).toEqual([
+      expect.stringMatching(/^server\.port: /),
+      'routes[1].name: duplicate route name "orders" (also routes[0])',
+      expect.stringMatching(/^identity\.usersFile: no such file \/x-gatehouse\/users\.yaml/),
+      'tokens.keysFile: directory /nope-gatehouse does not exist',
+    ]);
+  });
+});
