@@ -4,13 +4,13 @@
 //
 // - A store that is down must not lose a record a client was promised by a
 //   202: such records wait in the outbox, in order, until it answers again.
-// - Store failures leave as one `store_unavailable` (503) carrying the
-//   configured Retry-After, whatever the store threw.
+// - Store failures leave as one `store_unavailable` (503), with the
+//   store's own Retry-After, whatever the store threw.
 // - Long polls need to hear of status changes: its watches
 //   (request-watches.ts) ride one store subscription.
 import type { Logger } from 'pino';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
 import type { Metrics } from '../observability/metrics.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
 import { Outbox } from './outbox.js';
 import { RequestWatches, type RequestWatch, type WatchEvent } from './request-watches.js';
@@ -35,8 +35,6 @@ export interface RequestTrackerOptions {
   logger: Logger;
   /** `requests.retentionS` in ms: how long a record is kept after its last change. */
   retentionMs: number;
-  /** `requests.retryAfterS`: the Retry-After of a 503. */
-  retryAfterS: number;
   outboxMaxEntries: number;
   /** Open watches (long polls) this instance keeps at most; past it, polls answer at once. */
   maxWatches?: number;
@@ -51,7 +49,6 @@ export class RequestTracker {
   readonly #metrics: Metrics;
   readonly #logger: Logger;
   readonly #retentionMs: number;
-  readonly #retryAfterS: number;
   readonly #outbox: Outbox;
   readonly #watches: RequestWatches;
 
@@ -60,7 +57,6 @@ export class RequestTracker {
     this.#metrics = options.metrics;
     this.#logger = options.logger.child({ component: 'requests' });
     this.#retentionMs = options.retentionMs;
-    this.#retryAfterS = options.retryAfterS;
     this.#outbox = new Outbox({
       maxEntries: options.outboxMaxEntries,
       write: (record) => this.#writeQueued(record),
@@ -116,7 +112,7 @@ export class RequestTracker {
     try {
       stored = await this.#store.getRequest(id);
     } catch (error) {
-      throw this.#unavailable(error);
+      throw storeUnavailable(error);
     }
     return stored ?? this.#outbox.get(id) ?? null;
   }
@@ -136,7 +132,8 @@ export class RequestTracker {
       await this.#outbox.drain();
       if (this.#outbox.has(id)) {
         this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
-        throw this.#unavailable(new Error('the record still waits in the outbox'));
+        // Its write has just failed: the store's error says when to retry.
+        throw storeUnavailable(this.#outbox.lastFailure ?? new Error('the record still waits in the outbox'));
       }
     }
     let outcome: TransitionOutcome;
@@ -144,7 +141,7 @@ export class RequestTracker {
       outcome = await this.#store.transitionRequest(id, status, this.#retentionMs);
     } catch (error) {
       this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
-      throw this.#unavailable(error);
+      throw storeUnavailable(error);
     }
     this.#metrics.statusTransitions.inc({ source, outcome });
     const log = outcome === 'applied' ? 'info' : 'debug';
@@ -207,9 +204,5 @@ export class RequestTracker {
     const created = await this.#store.createRequest(record, this.#retentionMs);
     // Already there: an earlier attempt that timed out on our side landed after all.
     if (!created) this.#logger.debug({ requestId: record.id }, 'outbox: record was already in the store');
-  }
-
-  #unavailable(cause: unknown): GatehouseError {
-    return gatehouseError('store_unavailable', { cause, headers: { 'retry-after': String(this.#retryAfterS) } });
   }
 }
