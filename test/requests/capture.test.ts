@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtPayload, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { send } from '../helpers/http-client.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
 
 const SMALL_BOUND = 256;
 
@@ -56,7 +56,7 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
     });
     try {
       const attempts = store.calls.createRequest;
-      await vi.waitFor(() => expect(store.calls.createRequest).toBe(attempts + 1));
+      await vi.waitFor(() => expect(store.calls.createRequest).toBe(attempts + 1), EVENTUALLY);
       expect(answered).toBe(false);
     } finally {
       release();

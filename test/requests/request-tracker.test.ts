@@ -8,7 +8,7 @@ import { RequestTracker } from '../../src/requests/request-tracker.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { RequestRecord } from '../../src/store/store.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
-import { TestStore } from './support.js';
+import { TestStore, EVENTUALLY } from './support.js';
 
 let store: TestStore;
 let metrics: Metrics;
@@ -160,12 +160,12 @@ describe('the outbox', () => {
 
     // The outbox retries meanwhile, and fails.
     const attempts = store.calls.createRequest;
-    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThan(attempts + 2));
+    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThan(attempts + 2), EVENTUALLY);
     store.down = false;
     // Queued behind the others, though the store answers again: order is kept.
     const late = record();
     expect(await tracker.record(late)).toBe('queued');
-    await vi.waitFor(() => expect(tracker.queued).toBe(0));
+    await vi.waitFor(() => expect(tracker.queued).toBe(0), EVENTUALLY);
     expect(store.created).toEqual([first, ...queued, late].map((r) => r.id));
     expect(await gauge()).toBe(0);
     expect(await tracker.get(late.id)).toMatchObject({ id: late.id, status: 'pending' });
@@ -182,7 +182,7 @@ describe('the outbox', () => {
     const transition = tracker.transition(queued.id, 'completed', 'internal_api').then((result) => {
       outcome = result;
     });
-    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThanOrEqual(2));
+    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThanOrEqual(2), EVENTUALLY);
     expect(outcome).toBe('waiting');
     expect(await store.inner.getRequest(queued.id)).toBeNull();
     // …then applies.

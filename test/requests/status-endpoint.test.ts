@@ -12,12 +12,12 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { advanceStoreClock } from '../helpers/store-clock.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, poll, reportStatus, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, poll, reportStatus, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
 
 /** Far longer than any test here may take. */
 const LONG_WAIT_S = 30;
 /** A long poll's test fails by this timeout if the poll waits out its wait. */
-const LONG_POLL_TEST = { timeout: 5_000 };
+const LONG_POLL_TEST = { timeout: 10_000 };
 
 describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
   let fixture: RequestsFixture;
@@ -168,7 +168,7 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
 
     /** Resolves once `count` long polls wait on the gateway. */
     async function polling(on: TestGateway = gw, count = 1): Promise<void> {
-      await vi.waitFor(() => expect(on.gateway.requests.watching).toBe(count));
+      await vi.waitFor(() => expect(on.gateway.requests.watching).toBe(count), EVENTUALLY);
     }
 
     it('answers as soon as the status changes, reported through the internal API', LONG_POLL_TEST, async () => {
@@ -212,7 +212,7 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
         const muted = store.muted;
         expect(await store.inner.transitionRequest(id, 'completed', 60_000)).toBe('applied');
         // (the store's own event, and on Redis its echo too, reached the wrapper and went no further)
-        await vi.waitFor(() => expect(store.muted).toBe(muted + (kind === 'redis' ? 2 : 1)));
+        await vi.waitFor(() => expect(store.muted).toBe(muted + (kind === 'redis' ? 2 : 1)), EVENTUALLY);
         expect(answered).toBe(false);
         expect(gw.gateway.requests.watching).toBe(1);
         // …until the feed is back: then the record is read again.

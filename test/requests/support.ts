@@ -242,6 +242,9 @@ export async function metric(adminUrl: string, name: string, labels: Record<stri
   return 0;
 }
 
+/** For vi.waitFor: what a test waits for happens in milliseconds, but the machine may be busy. */
+export const EVENTUALLY = { timeout: 5_000, interval: 20 };
+
 /** The 404 every hidden or unknown request gets. */
 export const NOT_FOUND_BODY = {
   $diagnoses: [{ $severity: 'error', $message: 'No such request.', $detail: '404 (Not Found) - not_found: unknown request id' }],
