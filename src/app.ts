@@ -103,7 +103,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     metrics,
     logger,
     retentionMs: config.requests.retentionS * 1000,
-    retryAfterS: config.requests.retryAfterS,
     outboxMaxEntries: config.requests.outboxMaxEntries,
   });
   const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });

@@ -19,10 +19,11 @@
 // revoked sessions by their own small LRU.
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, type GatehouseError } from '../http/errors.js';
 import type { Identity, IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { SessionRecord, Store } from '../store/store.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError, type TokenClaims, type TokenType } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import { bearerChallenge } from './bearer.js';
@@ -298,10 +299,4 @@ export class BearerAuthenticator {
       ...(cause !== undefined && { cause }),
     });
   }
-}
-
-/** The Redis store already answers this way; anything else a store throws is the same failure. */
-function storeUnavailable(error: unknown): GatehouseError {
-  if (isGatehouseError(error)) return error;
-  return gatehouseError('store_unavailable', { cause: error, headers: { 'Retry-After': '1' } });
 }

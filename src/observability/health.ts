@@ -2,8 +2,8 @@
 // readiness says it can do its job, which needs the store.
 import type { FastifyInstance } from 'fastify';
 import { sendError } from '../http/error-handler.js';
-import { isGatehouseError, gatehouseError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 
 export async function healthRoutes(app: FastifyInstance, options: { store: Store }): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -13,7 +13,7 @@ export async function healthRoutes(app: FastifyInstance, options: { store: Store
       return { status: 'ready', store: options.store.kind };
     } catch (error) {
       request.log.warn({ err: error }, 'not ready: the store does not answer');
-      return sendError(reply, isGatehouseError(error) ? error : gatehouseError('store_unavailable', { cause: error }));
+      return sendError(reply, storeUnavailable(error));
     }
   });
 }

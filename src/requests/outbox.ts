@@ -39,6 +39,7 @@ export class Outbox {
   #timer: NodeJS.Timeout | undefined;
   /** The drain under way, shared by everyone who wants one (single writer: order is kept). */
   #draining: Promise<void> | undefined;
+  #lastFailure: unknown;
   #closed = false;
 
   constructor(options: OutboxOptions) {
@@ -61,6 +62,11 @@ export class Outbox {
 
   has(id: string): boolean {
     return this.#queue.has(id);
+  }
+
+  /** What the last failed write threw, until a drain empties the outbox. */
+  get lastFailure(): unknown {
+    return this.#lastFailure;
   }
 
   /**
@@ -112,6 +118,7 @@ export class Outbox {
       try {
         await this.#options.write(record);
       } catch (error) {
+        this.#lastFailure = error;
         this.#delayMs = Math.min(this.#delayMs * 2, this.#maxDelayMs);
         this.#options.logger.debug({ err: error, written, waiting: this.#queue.size, retryInMs: this.#delayMs }, 'outbox: the store is still unavailable');
         return;
@@ -123,6 +130,7 @@ export class Outbox {
       written += 1;
     }
     this.#delayMs = this.#initialDelayMs;
+    this.#lastFailure = undefined;
     if (written > 0) this.#options.logger.info({ written }, 'outbox drained: every waiting request record is in the store');
   }
 

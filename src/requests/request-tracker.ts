@@ -4,16 +4,16 @@
 //
 // - A store that is down must not lose a record a client was promised by a
 //   202: such records wait in the outbox, in order, until it answers again.
-// - Store failures leave as one `store_unavailable` (503) carrying the
-//   configured Retry-After, whatever the store threw.
-// - Long polls need to hear of status changes: one store subscription here,
-//   fanned out to the watches of this instance, instead of one per poll or a
-//   loop reading the store.
+// - Store failures leave as one `store_unavailable` (503), with the
+//   store's own Retry-After, whatever the store threw.
+// - Long polls need to hear of status changes: its watches
+//   (request-watches.ts) ride one store subscription.
 import type { Logger } from 'pino';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
 import type { Metrics } from '../observability/metrics.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
 import { Outbox } from './outbox.js';
+import { RequestWatches, type RequestWatch, type WatchEvent } from './request-watches.js';
 
 /** What became of a record handed to `record()`. */
 export type RecordOutcome =
@@ -29,34 +29,12 @@ export type RecordOutcome =
 /** Who asked for a transition (a label of the transitions metric). */
 export type TransitionSource = 'internal_api' | 'upstream';
 
-/**
- * What a watch reports: the new status, `recheck` when changes may have been
- * missed (the store's feed of changes was interrupted: read the record
- * again), or null when the time ran out or the watch was closed.
- */
-export type WatchEvent = TerminalStatus | 'recheck' | null;
-
-export interface RequestWatch {
-  /**
-   * Resolves at the next change, or with one that came since the watch was
-   * opened and was not reported yet, or with null after `timeoutMs`. One
-   * call at a time.
-   */
-  next(timeoutMs: number): Promise<WatchEvent>;
-  /** Ends the watch; a `next` under way resolves null. Idempotent. */
-  close(): void;
-  /** Closed by `close()`, or by the tracker ending every watch: `next` answers null at once. */
-  readonly closed: boolean;
-}
-
 export interface RequestTrackerOptions {
   store: Store;
   metrics: Metrics;
   logger: Logger;
   /** `requests.retentionS` in ms: how long a record is kept after its last change. */
   retentionMs: number;
-  /** `requests.retryAfterS`: the Retry-After of a 503. */
-  retryAfterS: number;
   outboxMaxEntries: number;
   /** Open watches (long polls) this instance keeps at most; past it, polls answer at once. */
   maxWatches?: number;
@@ -71,21 +49,14 @@ export class RequestTracker {
   readonly #metrics: Metrics;
   readonly #logger: Logger;
   readonly #retentionMs: number;
-  readonly #retryAfterS: number;
-  readonly #maxWatches: number;
   readonly #outbox: Outbox;
-  readonly #watches = new Map<string, Set<Watch>>();
-  #watchCount = 0;
-  readonly #unsubscribe: Array<() => void>;
-  #closed = false;
+  readonly #watches: RequestWatches;
 
   constructor(options: RequestTrackerOptions) {
     this.#store = options.store;
     this.#metrics = options.metrics;
     this.#logger = options.logger.child({ component: 'requests' });
     this.#retentionMs = options.retentionMs;
-    this.#retryAfterS = options.retryAfterS;
-    this.#maxWatches = options.maxWatches ?? DEFAULT_MAX_WATCHES;
     this.#outbox = new Outbox({
       maxEntries: options.outboxMaxEntries,
       write: (record) => this.#writeQueued(record),
@@ -96,12 +67,7 @@ export class RequestTracker {
         maxRetryDelayMs: options.outboxRetryDelayMs.max,
       }),
     });
-    this.#unsubscribe = [
-      this.#store.onRequestStatusChanged(({ id, status }) => this.#notify(id, status)),
-      // The Redis store's feed of status changes runs on the connection whose
-      // interruption this reports: changes may have been missed meanwhile.
-      this.#store.onRevocationFeedResumed(() => this.#notifyAll('recheck')),
-    ];
+    this.#watches = new RequestWatches(options.store, options.maxWatches ?? DEFAULT_MAX_WATCHES);
   }
 
   /** Records waiting in the outbox for the store. */
@@ -111,7 +77,7 @@ export class RequestTracker {
 
   /** Open watches (long polls under way). */
   get watching(): number {
-    return this.#watchCount;
+    return this.#watches.size;
   }
 
   /**
@@ -146,7 +112,7 @@ export class RequestTracker {
     try {
       stored = await this.#store.getRequest(id);
     } catch (error) {
-      throw this.#unavailable(error);
+      throw storeUnavailable(error);
     }
     return stored ?? this.#outbox.get(id) ?? null;
   }
@@ -166,7 +132,8 @@ export class RequestTracker {
       await this.#outbox.drain();
       if (this.#outbox.has(id)) {
         this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
-        throw this.#unavailable(new Error('the record still waits in the outbox'));
+        // Its write has just failed: the store's error says when to retry.
+        throw storeUnavailable(this.#outbox.lastFailure ?? new Error('the record still waits in the outbox'));
       }
     }
     let outcome: TransitionOutcome;
@@ -174,7 +141,7 @@ export class RequestTracker {
       outcome = await this.#store.transitionRequest(id, status, this.#retentionMs);
     } catch (error) {
       this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
-      throw this.#unavailable(error);
+      throw storeUnavailable(error);
     }
     this.#metrics.statusTransitions.inc({ source, outcome });
     const log = outcome === 'applied' ? 'info' : 'debug';
@@ -190,33 +157,12 @@ export class RequestTracker {
    * are open: the caller answers at once instead of waiting.
    */
   watch(id: string): RequestWatch | null {
-    if (this.#closed || this.#watchCount >= this.#maxWatches) return null;
-    const watch = new Watch(() => this.#forget(id, watch));
-    let watches = this.#watches.get(id);
-    if (watches === undefined) {
-      watches = new Set();
-      this.#watches.set(id, watches);
-    }
-    watches.add(watch);
-    this.#watchCount += 1;
-    return watch;
+    return this.#watches.open(id);
   }
 
-  /**
-   * Waits for the next change of one request, at most `timeoutMs`: the new
-   * status, `recheck`, or null (time out, too many waiters, closed, aborted).
-   */
-  async waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<WatchEvent> {
-    const watch = this.watch(id);
-    if (watch === null) return null;
-    const abort = () => watch.close();
-    signal?.addEventListener('abort', abort, { once: true });
-    try {
-      return signal?.aborted ? null : await watch.next(timeoutMs);
-    } finally {
-      signal?.removeEventListener('abort', abort);
-      watch.close();
-    }
+  /** See RequestWatches.waitForChange. */
+  waitForChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<WatchEvent> {
+    return this.#watches.waitForChange(id, timeoutMs, signal);
   }
 
   /**
@@ -224,8 +170,7 @@ export class RequestTracker {
    * closing the listeners need not wait for them. New watches are refused.
    */
   endWatches(): void {
-    this.#closed = true;
-    for (const watches of [...this.#watches.values()]) for (const watch of [...watches]) watch.close();
+    this.#watches.endAll();
   }
 
   /**
@@ -234,8 +179,7 @@ export class RequestTracker {
    * is lost with this process, and logged as such.
    */
   async close(): Promise<void> {
-    this.endWatches();
-    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    this.#watches.close();
     if (this.#outbox.size > 0) await this.#outbox.drain();
     const lost = this.#outbox.close();
     if (lost.length > 0) {
@@ -260,81 +204,5 @@ export class RequestTracker {
     const created = await this.#store.createRequest(record, this.#retentionMs);
     // Already there: an earlier attempt that timed out on our side landed after all.
     if (!created) this.#logger.debug({ requestId: record.id }, 'outbox: record was already in the store');
-  }
-
-  #notify(id: string, status: TerminalStatus): void {
-    const watches = this.#watches.get(id);
-    if (watches === undefined) return;
-    for (const watch of watches) watch.notify(status);
-  }
-
-  #notifyAll(event: 'recheck'): void {
-    for (const watches of this.#watches.values()) for (const watch of watches) watch.notify(event);
-  }
-
-  #forget(id: string, watch: Watch): void {
-    const watches = this.#watches.get(id);
-    if (watches === undefined || !watches.delete(watch)) return;
-    this.#watchCount -= 1;
-    if (watches.size === 0) this.#watches.delete(id);
-  }
-
-  #unavailable(cause: unknown): GatehouseError {
-    return gatehouseError('store_unavailable', { cause, headers: { 'retry-after': String(this.#retryAfterS) } });
-  }
-}
-
-class Watch implements RequestWatch {
-  readonly #onClose: () => void;
-  /** A change that came while nobody was waiting in `next`. */
-  #unreported: Exclude<WatchEvent, null> | undefined;
-  #settle: ((event: WatchEvent) => void) | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #closed = false;
-
-  constructor(onClose: () => void) {
-    this.#onClose = onClose;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  notify(event: Exclude<WatchEvent, null>): void {
-    if (this.#closed) return;
-    if (this.#settle !== undefined) {
-      this.#settle(event);
-      return;
-    }
-    // A terminal status is final and outranks a mere "recheck".
-    if (this.#unreported === undefined || this.#unreported === 'recheck') this.#unreported = event;
-  }
-
-  next(timeoutMs: number): Promise<WatchEvent> {
-    if (this.#settle !== undefined) throw new Error('RequestWatch.next is already waiting');
-    if (this.#closed) return Promise.resolve(null);
-    if (this.#unreported !== undefined) {
-      const event = this.#unreported;
-      this.#unreported = undefined;
-      return Promise.resolve(event);
-    }
-    return new Promise<WatchEvent>((resolve) => {
-      this.#settle = (event) => {
-        clearTimeout(this.#timer);
-        this.#timer = undefined;
-        this.#settle = undefined;
-        resolve(event);
-      };
-      this.#timer = setTimeout(() => this.#settle?.(null), Math.max(0, timeoutMs));
-      // The client's open request keeps the process busy, not this timer.
-      this.#timer.unref();
-    });
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#settle?.(null);
-    this.#onClose();
   }
 }

@@ -5,10 +5,10 @@
 // counted in /metrics and logged.
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtPayload, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { send } from '../helpers/http-client.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
 
 const SMALL_BOUND = 256;
 
@@ -47,21 +47,26 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
   }
 
   it('records the request before the 202 reaches the client: a poll at once finds it pending', async () => {
-    // The store takes 300 ms to record: had the 202 gone out first, the poll
-    // below would race the record and get a 404.
-    store.createDelayMs = 300;
+    // The store holds the record back: had the 202 gone out first, the client
+    // would have it now, and a poll would race the record and get a 404.
+    const release = store.holdCreates();
+    let answered = false;
+    const submitted = submit('/orders/new').finally(() => {
+      answered = true;
+    });
     try {
-      const started = performance.now();
-      const { response, bytes } = await submit('/orders/new');
-      expect(response.status).toBe(202);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(280);
-      const { requestId } = JSON.parse(bytes.toString()) as { requestId: string };
-      const answer = await poll(gw.url, requestId, alice.access_token);
-      expect(answer.status).toBe(200);
-      expect(answer.body).toEqual({ status: 'pending' });
+      const attempts = store.calls.createRequest;
+      await vi.waitFor(() => expect(store.calls.createRequest).toBe(attempts + 1), EVENTUALLY);
+      expect(answered).toBe(false);
     } finally {
-      store.createDelayMs = 0;
+      release();
     }
+    const { response, bytes } = await submitted;
+    expect(response.status).toBe(202);
+    const { requestId } = JSON.parse(bytes.toString()) as { requestId: string };
+    const answer = await poll(gw.url, requestId, alice.access_token);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ status: 'pending' });
   });
 
   it('stores who asked, the route, the upstream and the times', async () => {

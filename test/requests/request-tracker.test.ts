@@ -2,13 +2,13 @@
 // the watches long polls ride on, and the outbox's order, bound and retries.
 // (The same behaviour end to end, on both stores, is in the other files.)
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Metrics } from '../../src/observability/metrics.js';
 import { RequestTracker } from '../../src/requests/request-tracker.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { RequestRecord } from '../../src/store/store.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
-import { TestStore, eventually, sleep } from './support.js';
+import { TestStore, EVENTUALLY } from './support.js';
 
 let store: TestStore;
 let metrics: Metrics;
@@ -21,7 +21,6 @@ function start(options: { outboxMaxEntries?: number; maxWatches?: number } = {})
     metrics,
     logger: logs.logger,
     retentionMs: 60_000,
-    retryAfterS: 4,
     outboxMaxEntries: options.outboxMaxEntries ?? 100,
     ...(options.maxWatches === undefined ? {} : { maxWatches: options.maxWatches }),
     outboxRetryDelayMs: { initial: 10, max: 40 },
@@ -59,11 +58,23 @@ describe('waitForChange and watch', () => {
     expect(tracker.watching).toBe(0);
   });
 
-  it('resolves null after the timeout', async () => {
-    const started = performance.now();
-    expect(await tracker.waitForChange(randomUUID(), 100)).toBeNull();
-    expect(performance.now() - started).toBeGreaterThanOrEqual(95);
-    expect(tracker.watching).toBe(0);
+  it('resolves null after the timeout, and not before', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let answer: unknown = 'waiting';
+      const waiting = tracker.waitForChange(randomUUID(), 100).then((event) => {
+        answer = event;
+      });
+      await vi.advanceTimersByTimeAsync(99);
+      expect(answer).toBe('waiting');
+      expect(tracker.watching).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      await waiting;
+      expect(answer).toBeNull();
+      expect(tracker.watching).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('resolves null at once when aborted, and lets go of its watch', async () => {
@@ -85,7 +96,7 @@ describe('waitForChange and watch', () => {
   });
 
   it('hears changes made through another tracker on the same store (another instance)', async () => {
-    const other = new RequestTracker({ store, metrics, logger: logs.logger, retentionMs: 60_000, retryAfterS: 1, outboxMaxEntries: 10 });
+    const other = new RequestTracker({ store, metrics, logger: logs.logger, retentionMs: 60_000, outboxMaxEntries: 10 });
     try {
       const pending = record();
       await tracker.record(pending);
@@ -111,9 +122,14 @@ describe('waitForChange and watch', () => {
     expect(first).not.toBeNull();
     expect(second).not.toBeNull();
     expect(tracker.watch(randomUUID())).toBeNull();
-    const started = performance.now();
-    expect(await tracker.waitForChange(randomUUID(), 2_000)).toBeNull();
-    expect(performance.now() - started).toBeLessThan(50);
+    // Past the bound a wait opens no watch and sets no timer: it answers at once.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      expect(await tracker.waitForChange(randomUUID(), 2_000)).toBeNull();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
     first!.close();
     expect(tracker.watch(randomUUID())).not.toBeNull();
   });
@@ -131,20 +147,25 @@ describe('the outbox', () => {
     const first = record();
     expect(await tracker.record(first)).toBe('recorded');
     store.down = true;
+    store.retryInMs = 3_500;
     const queued = [record(), record(), record()];
     for (const r of queued) expect(await tracker.record(r)).toBe('queued');
     expect(tracker.queued).toBe(3);
     expect(await gauge()).toBe(3);
-    // Store failures are 503s carrying the configured Retry-After.
-    await expect(tracker.get(queued[0]!.id)).rejects.toMatchObject({ code: 'store_unavailable', headers: { 'retry-after': '4' } });
-    await expect(tracker.transition(queued[0]!.id, 'completed', 'internal_api')).rejects.toMatchObject({ code: 'store_unavailable' });
+    // Store failures are 503s carrying the store's own Retry-After, for a
+    // read and for a transition the outbox could not write first alike.
+    const unavailable = { code: 'store_unavailable', headers: { 'retry-after': '4' } };
+    await expect(tracker.get(queued[0]!.id)).rejects.toMatchObject(unavailable);
+    await expect(tracker.transition(queued[0]!.id, 'completed', 'internal_api')).rejects.toMatchObject(unavailable);
 
-    await sleep(100);
+    // The outbox retries meanwhile, and fails.
+    const attempts = store.calls.createRequest;
+    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThan(attempts + 2), EVENTUALLY);
     store.down = false;
     // Queued behind the others, though the store answers again: order is kept.
     const late = record();
     expect(await tracker.record(late)).toBe('queued');
-    await eventually(() => tracker.queued === 0, 2_000, 'the outbox to drain');
+    await vi.waitFor(() => expect(tracker.queued).toBe(0), EVENTUALLY);
     expect(store.created).toEqual([first, ...queued, late].map((r) => r.id));
     expect(await gauge()).toBe(0);
     expect(await tracker.get(late.id)).toMatchObject({ id: late.id, status: 'pending' });
@@ -154,10 +175,20 @@ describe('the outbox', () => {
     store.down = true;
     const queued = record();
     await tracker.record(queued);
+    const release = store.holdCreates();
     store.down = false;
-    store.createDelayMs = 200;
-    // The transition makes the outbox write first, then applies.
-    expect(await tracker.transition(queued.id, 'completed', 'internal_api')).toBe('applied');
+    // The transition makes the outbox write first, and waits for it…
+    let outcome: unknown = 'waiting';
+    const transition = tracker.transition(queued.id, 'completed', 'internal_api').then((result) => {
+      outcome = result;
+    });
+    await vi.waitFor(() => expect(store.calls.createRequest).toBeGreaterThanOrEqual(2), EVENTUALLY);
+    expect(outcome).toBe('waiting');
+    expect(await store.inner.getRequest(queued.id)).toBeNull();
+    // …then applies.
+    release();
+    await transition;
+    expect(outcome).toBe('applied');
     expect((await store.inner.getRequest(queued.id))?.status).toBe('completed');
   });
 

@@ -4,9 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino } from 'pino';
-import { gatehouseError } from '../../src/http/errors.js';
 import { createStore } from '../../src/store/create-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { storeUnavailable } from '../../src/store/store-unavailable.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
 import { login, startTestGateway, type StartOptions, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { testRedisUrl } from '../helpers/redis-server.js';
@@ -34,12 +34,17 @@ export async function makeStore(kind: StoreKind, redisUrl: string, keyPrefix = `
 export class TestStore implements Store {
   readonly inner: Store;
   down = false;
-  /** Delay before each createRequest reaches the inner store. */
-  createDelayMs = 0;
+  /** While down: when the store says a retry may succeed (its failures' Retry-After). */
+  retryInMs = 0;
   /** Swallow status-change events, as a Redis subscriber that is disconnected misses them. */
   muteStatusChanges = false;
+  /** Status-change events swallowed so far. */
+  muted = 0;
+  #createsHeld: Promise<void> | undefined;
   readonly #feedResumed = new Set<() => void>();
   readonly calls = { getSession: 0, getRequest: 0, createRequest: 0 };
+  /** Reads of a request record the inner store has answered. */
+  readonly answered = { getRequest: 0 };
   /**
    * Ids in the order the inner store first confirmed holding them: created,
    * or found there already (a write that timed out on the client's side may
@@ -56,7 +61,22 @@ export class TestStore implements Store {
   }
 
   #check(): void {
-    if (this.down) throw gatehouseError('store_unavailable', { headers: { 'Retry-After': '1' } });
+    if (this.down) throw storeUnavailable(new Error('the store is down'), this.retryInMs);
+  }
+
+  /**
+   * Makes every createRequest wait (before it reaches the inner store, or
+   * fails as down) until the returned function is called.
+   */
+  holdCreates(): () => void {
+    let release!: () => void;
+    this.#createsHeld = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return () => {
+      this.#createsHeld = undefined;
+      release();
+    };
   }
 
   async createSession(session: SessionRecord): Promise<void> {
@@ -90,7 +110,7 @@ export class TestStore implements Store {
   }
   async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     this.calls.createRequest += 1;
-    if (this.createDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.createDelayMs));
+    await this.#createsHeld;
     this.#check();
     const created = await this.inner.createRequest(record, retentionMs);
     if (!this.created.includes(record.id)) this.created.push(record.id);
@@ -99,7 +119,9 @@ export class TestStore implements Store {
   async getRequest(id: string): Promise<RequestRecord | null> {
     this.calls.getRequest += 1;
     this.#check();
-    return this.inner.getRequest(id);
+    const record = await this.inner.getRequest(id);
+    this.answered.getRequest += 1;
+    return record;
   }
   async transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome> {
     this.#check();
@@ -107,7 +129,8 @@ export class TestStore implements Store {
   }
   onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
     return this.inner.onRequestStatusChanged((change) => {
-      if (!this.muteStatusChanges) listener(change);
+      if (this.muteStatusChanges) this.muted += 1;
+      else listener(change);
     });
   }
   async ping(): Promise<void> {
@@ -158,8 +181,6 @@ export interface StatusAnswer {
   status: number;
   headers: Headers;
   body: unknown;
-  /** What the client waited, in ms. */
-  tookMs: number;
 }
 
 export interface PollOptions {
@@ -172,7 +193,6 @@ export interface PollOptions {
 }
 
 export async function poll(url: string, id: string, token: string | undefined, options: PollOptions = {}): Promise<StatusAnswer> {
-  const started = performance.now();
   const query = options.wait === undefined ? '' : `?wait=${options.wait}`;
   const response = await fetch(`${url}${options.base ?? '/api/v1'}/requests/${id}/status${query}`, {
     method: options.method ?? 'GET',
@@ -180,7 +200,7 @@ export async function poll(url: string, id: string, token: string | undefined, o
     ...(options.body === undefined ? {} : { body: options.body }),
   });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as unknown), tookMs: performance.now() - started };
+  return { status: response.status, headers: response.headers, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
 }
 
 export interface PutAnswer {
@@ -222,18 +242,8 @@ export async function metric(adminUrl: string, name: string, labels: Record<stri
   return 0;
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` every 20 ms until it holds; fails after `timeoutMs`. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(20);
-  }
-}
+/** For vi.waitFor: what a test waits for happens in milliseconds, but the machine may be busy. */
+export const EVENTUALLY = { timeout: 5_000, interval: 20 };
 
 /** The 404 every hidden or unknown request gets. */
 export const NOT_FOUND_BODY = {

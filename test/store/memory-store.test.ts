@@ -1,14 +1,22 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { advanceStoreClock } from '../helpers/store-clock.js';
 import { describeStoreContract, sessionRecord } from './store-contract.js';
 
 describeStoreContract('MemoryStore', async () => {
   const store = new MemoryStore();
-  return { store, cleanup: () => store.close() };
+  return { store, echoesOwnAnnouncements: false, advanceClock: (ms) => advanceStoreClock(ms), cleanup: () => store.close() };
 });
 
 describe('MemoryStore', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('is the memory kind', async () => {
     const store = new MemoryStore();
     expect(store.kind).toBe('memory');
@@ -18,12 +26,14 @@ describe('MemoryStore', () => {
   it('drops expired sessions nobody reads again, so memory stays bounded', async () => {
     const store = new MemoryStore({ sweepIntervalMs: 50 });
     try {
-      const now = Date.now();
-      for (let i = 0; i < 100; i += 1) await store.createSession(sessionRecord({ expiresAt: now + 100 }));
+      for (let i = 0; i < 100; i += 1) await store.createSession(sessionRecord({ expiresAt: Date.now() + 100 }));
       const lasting = sessionRecord();
       await store.createSession(lasting);
       expect(store.size).toBe(101);
-      await sleep(300);
+      // The sweep at 50 ms finds them alive; the one at 100 ms, expired.
+      vi.advanceTimersByTime(99);
+      expect(store.size).toBe(101);
+      vi.advanceTimersByTime(1);
       expect(store.size).toBe(1);
       expect(await store.getSession(lasting.sid)).toStrictEqual(lasting);
     } finally {
@@ -35,7 +45,7 @@ describe('MemoryStore', () => {
     const store = new MemoryStore({ sweepIntervalMs: 50 });
     await store.createSession(sessionRecord({ expiresAt: Date.now() + 60 }));
     await store.close();
-    await sleep(250);
+    vi.advanceTimersByTime(250);
     expect(store.size).toBe(1);
   });
 });

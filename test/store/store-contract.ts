@@ -1,7 +1,10 @@
 // What every Store must do, run against each implementation, so the memory
 // store used in development cannot drift from the Redis store in production.
+//
+// Nothing here waits on the clock: time moves by `advanceClock` (Date is
+// faked for every test), and "no announcement came" is checked once a later
+// one has come back (see echoesHeard).
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RequestRecord, RequestStatusChange, SessionRecord, Store, TransitionOutcome } from '../../src/store/store.js';
 
@@ -9,11 +12,41 @@ export interface StoreUnderTest {
   store: Store;
   /** A second instance on the same backend, as another gateway would have (shared stores only). */
   peer?: Store;
+  /** Whether the store hears its own announcements back (a shared store does, a moment after it made them). */
+  echoesOwnAnnouncements: boolean;
+  /** Moves the store's time forward by `ms` (see test/helpers/store-clock.ts). */
+  advanceClock(ms: number): Promise<void>;
   cleanup(): Promise<void>;
 }
 
-/** Long enough for an echo of our own announcement to arrive, if one were coming. */
-const SETTLE_MS = 300;
+/**
+ * Resolves once every announcement the store made so far has come back to
+ * it. A store hears both channels on one connection, in the order they were
+ * published, so once the echo of a marker made now is heard, every earlier
+ * echo has been. The marker goes on the other channel than the listeners
+ * under test: a status change to settle revocations, a revocation to settle
+ * status changes.
+ */
+async function echoesHeard(subject: StoreUnderTest, settle: 'revocations' | 'status changes'): Promise<void> {
+  if (!subject.echoesOwnAnnouncements) return;
+  const { store } = subject;
+  let heard = 0;
+  if (settle === 'revocations') {
+    const marker = requestRecord();
+    const off = store.onRequestStatusChanged(({ id }) => void (id === marker.id && (heard += 1)));
+    await store.createRequest(marker, RETENTION_MS);
+    await store.transitionRequest(marker.id, 'completed', RETENTION_MS);
+    await vi.waitFor(() => expect(heard).toBe(2));
+    off();
+  } else {
+    const marker = sessionRecord();
+    const off = store.onSessionRevoked((sid) => void (sid === marker.sid && (heard += 1)));
+    await store.createSession(marker);
+    await store.revokeSession(marker.sid);
+    await vi.waitFor(() => expect(heard).toBe(2));
+    off();
+  }
+}
 
 export function sessionRecord(overrides: Partial<SessionRecord> = {}): SessionRecord {
   const now = Date.now();
@@ -51,9 +84,11 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
     beforeEach(async () => {
       subject = await makeStore();
+      vi.useFakeTimers({ toFake: ['Date'] });
     });
 
     afterEach(async () => {
+      vi.useRealTimers();
       await subject?.cleanup();
     });
 
@@ -65,6 +100,26 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       await store.createSession(apiKey);
       expect(await store.getSession(password.sid)).toStrictEqual(password);
       expect(await store.getSession(apiKey.sid)).toStrictEqual(apiKey);
+    });
+
+    it('keeps every session field exact: fractions, odd strings, an empty apiKeyId apart from an absent one', async () => {
+      const { store } = subject;
+      const now = Date.now();
+      const odd = sessionRecord({
+        sub: 'ü-"quoted"\\back\u0000nul\nline 𝄞',
+        username: 'expiresAt',
+        method: 'api_key',
+        apiKeyId: '',
+        createdAt: 0.1 + 0.2,
+        expiresAt: now + 60_000.5,
+      });
+      const plain = sessionRecord({ createdAt: now - 1e-7 });
+      await store.createSession(odd);
+      await store.createSession(plain);
+      expect(await store.getSession(odd.sid)).toStrictEqual(odd);
+      const readPlain = await store.getSession(plain.sid);
+      expect(readPlain).toStrictEqual(plain);
+      expect(readPlain).not.toHaveProperty('apiKeyId');
     });
 
     it('keeps its own copy: changing the given object later changes nothing', async () => {
@@ -82,12 +137,26 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
     it('forgets a session at its expiresAt', async () => {
       const { store } = subject;
-      const session = sessionRecord({ expiresAt: Date.now() + 300 });
+      const session = sessionRecord({ expiresAt: Date.now() + 60_000 });
       await store.createSession(session);
+      await subject.advanceClock(59_000);
       expect(await store.getSession(session.sid)).toStrictEqual(session);
-      await sleep(session.expiresAt - Date.now() + 50);
+      await subject.advanceClock(1_000);
       expect(await store.getSession(session.sid)).toBeNull();
       expect(await store.revokeSession(session.sid)).toBe(false);
+    });
+
+    it('ends nothing when revoking a session its clock has seen expire, and announces nothing', async () => {
+      const { store } = subject;
+      const listener = vi.fn();
+      store.onSessionRevoked(listener);
+      const session = sessionRecord({ expiresAt: Date.now() + 60_000 });
+      await store.createSession(session);
+      // The process's clock only: a Redis whose own clock runs behind still holds the key.
+      vi.setSystemTime(session.expiresAt);
+      expect(await store.revokeSession(session.sid)).toBe(false);
+      await echoesHeard(subject, 'revocations');
+      expect(listener).not.toHaveBeenCalled();
     });
 
     it('never shows a session that was already expired when created', async () => {
@@ -124,7 +193,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       await store.revokeSession(session.sid);
       expect(heard).toContain(session.sid);
       // A shared store may also deliver its own announcement's echo: the same sid again, nothing else.
-      await sleep(SETTLE_MS);
+      await echoesHeard(subject, 'revocations');
       expect(new Set(heard)).toStrictEqual(new Set([session.sid]));
     });
 
@@ -133,7 +202,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       const listener = vi.fn();
       store.onSessionRevoked(listener);
       await store.revokeSession(randomUUID());
-      await sleep(SETTLE_MS);
+      await echoesHeard(subject, 'revocations');
       expect(listener).not.toHaveBeenCalled();
     });
 
@@ -147,7 +216,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       const session = sessionRecord();
       await store.createSession(session);
       await store.revokeSession(session.sid);
-      await sleep(SETTLE_MS);
+      await echoesHeard(subject, 'revocations');
       expect(removed).not.toHaveBeenCalled();
       expect(kept).toHaveBeenCalledWith(session.sid);
     });
@@ -226,9 +295,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('forgets a record after its retention, and then takes the id again', async () => {
         const { store } = subject;
         const record = requestRecord();
-        expect(await store.createRequest(record, 300)).toBe(true);
+        expect(await store.createRequest(record, 60_000)).toBe(true);
+        await subject.advanceClock(59_000);
         expect(await store.getRequest(record.id)).toStrictEqual(record);
-        await sleep(400);
+        await subject.advanceClock(1_000);
         expect(await store.getRequest(record.id)).toBeNull();
         expect(await store.transitionRequest(record.id, 'completed', RETENTION_MS)).toBe('not_found');
         expect(await store.createRequest(record, RETENTION_MS)).toBe(true);
@@ -273,9 +343,9 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.getRequest(id)).toBeNull();
       });
 
-      it('keeps every field exact through a transition: large integers, odd strings, absent statusUrl', async () => {
+      it('keeps every field exact through a transition: large integers, fractions, odd strings, empty and absent statusUrl', async () => {
         const { store } = subject;
-        // 16 significant digits: a 14-digit number encoding (cjson's default) would change them.
+        // 16 significant digits: an encoding that rounds (cjson's 14 digits, say) would change them.
         const createdAt = Number.MAX_SAFE_INTEGER - 10;
         const at = Number.MAX_SAFE_INTEGER - 2;
         const odd = requestRecord({
@@ -287,31 +357,32 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
           updatedAt: createdAt,
         });
         const plain = requestRecord({ createdAt: 1_723_456_789_012, updatedAt: 1_723_456_789_012 });
-        for (const record of [odd, plain]) {
+        const fractional = requestRecord({ statusUrl: '', createdAt: 0.1 + 0.2, updatedAt: 1e21 });
+        for (const record of [odd, plain, fractional]) {
           await store.createRequest(record, RETENTION_MS);
           expect(await store.transitionRequest(record.id, 'completed', RETENTION_MS, at)).toBe('applied');
           const read = await store.getRequest(record.id);
           expect(read).toStrictEqual({ ...record, status: 'completed', updatedAt: at });
         }
         expect(await store.getRequest(plain.id)).not.toHaveProperty('statusUrl');
+        expect((await store.getRequest(fractional.id))?.statusUrl).toBe('');
       });
 
       it('keeps a record for retentionMs from an applied transition, and only an applied one extends it', async () => {
         const { store } = subject;
         const record = requestRecord();
-        await store.createRequest(record, 400);
-        await sleep(200);
-        expect(await store.transitionRequest(record.id, 'completed', 800)).toBe('applied');
-        const appliedAt = Date.now();
-        // A repeat must not extend it again.
-        await sleep(300);
-        expect(await store.transitionRequest(record.id, 'completed', 60_000)).toBe('already_applied');
-        expect(await store.transitionRequest(record.id, 'failed', 60_000)).toBe('conflict');
-        // Past the created record's 400 ms: still there, by the transition's retention.
-        await sleep(Math.max(0, appliedAt + 500 - Date.now()));
+        await store.createRequest(record, 40_000);
+        await subject.advanceClock(20_000);
+        expect(await store.transitionRequest(record.id, 'completed', 80_000)).toBe('applied');
+        // A repeat or a refusal must not extend it again.
+        await subject.advanceClock(30_000);
+        expect(await store.transitionRequest(record.id, 'completed', 600_000)).toBe('already_applied');
+        expect(await store.transitionRequest(record.id, 'failed', 600_000)).toBe('conflict');
+        // Past the created record's 40 s: still there, by the transition's 80 s.
+        await subject.advanceClock(20_000);
         expect((await store.getRequest(record.id))?.status).toBe('completed');
-        // Past 800 ms from the transition: gone.
-        await sleep(Math.max(0, appliedAt + 800 + 150 - Date.now()));
+        // Past 80 s from the transition: gone.
+        await subject.advanceClock(31_000);
         expect(await store.getRequest(record.id)).toBeNull();
       });
 
@@ -324,7 +395,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await store.transitionRequest(record.id, 'failed', RETENTION_MS);
         expect(heard).toContainEqual({ id: record.id, status: 'failed' });
         // A shared store may also deliver its own announcement's echo: the same change again, nothing else.
-        await sleep(SETTLE_MS);
+        await echoesHeard(subject, 'status changes');
         expect(heard.length).toBeGreaterThanOrEqual(1);
         for (const change of heard) expect(change).toStrictEqual({ id: record.id, status: 'failed' });
       });
@@ -335,7 +406,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await store.createRequest(record, RETENTION_MS);
         await store.transitionRequest(record.id, 'completed', RETENTION_MS);
         // The applied one's echo, if any, comes and goes before anyone listens.
-        await sleep(SETTLE_MS);
+        await echoesHeard(subject, 'status changes');
         const heard: RequestStatusChange[] = [];
         const heardByPeer: RequestStatusChange[] = [];
         store.onRequestStatusChanged((change) => heard.push(change));
@@ -355,7 +426,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
           await vi.waitFor(() => expect(heardByPeer).toContainEqual(markerChange), { timeout: 1_000, interval: 10 });
           expect(heardByPeer).toStrictEqual([markerChange]);
         }
-        await sleep(SETTLE_MS);
+        await echoesHeard(subject, 'status changes');
         expect(heard.length).toBeGreaterThanOrEqual(1);
         for (const change of heard) expect(change).toStrictEqual(markerChange);
       });
@@ -370,7 +441,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const record = requestRecord();
         await store.createRequest(record, RETENTION_MS);
         await store.transitionRequest(record.id, 'completed', RETENTION_MS);
-        await sleep(SETTLE_MS);
+        await echoesHeard(subject, 'status changes');
         expect(removed).not.toHaveBeenCalled();
         expect(kept).toHaveBeenCalledWith({ id: record.id, status: 'completed' });
       });

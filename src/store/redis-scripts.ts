@@ -1,0 +1,136 @@
+// Every Lua script the Redis store runs. Each is registered once per client
+// with ioredis' defineCommand (EVALSHA, and EVAL when Redis has lost the
+// script) and called through a typed wrapper. Each takes one key, so it runs
+// in one Cluster slot; PUBLISH takes no key.
+//
+// A script runs alone in Redis: a write and its announcement, or a check and
+// the change it allows, cannot be separated by another client or by a
+// failure between them.
+import type { RedisClient } from './redis-client.js';
+import type { TerminalStatus, TransitionOutcome } from './store.js';
+
+// KEYS[1] the session; ARGV[1] when it expires (epoch ms), then field, value…
+// The DEL makes a create a replacement: no field of an older hash survives.
+const CREATE_SESSION = `
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+return 1`;
+
+// KEYS[1] the session; ARGV: now (epoch ms), the channel, the sid.
+// Deletes and announces in one step, so no failure between the two can leave
+// a session deleted here but still trusted by the other instances' caches.
+// A session past its expiresAt by our clock (Redis may run behind) or one
+// that is not a hash this code wrote is deleted, but ended nothing: it is not
+// announced, and the answer is 0, as the memory store answers.
+const REVOKE_SESSION = `
+local expiresAt = nil
+if redis.call('TYPE', KEYS[1]).ok == 'hash' then
+  expiresAt = tonumber(redis.call('HGET', KEYS[1], 'expiresAt'))
+end
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+if expiresAt == nil or expiresAt <= tonumber(ARGV[1]) then return 0 end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1`;
+
+// KEYS[1] the record; ARGV[1] its retention (ms), then field, value…
+// Like SET NX: whatever holds the key already is left alone, TTL included.
+const CREATE_REQUEST = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`;
+
+// KEYS[1] the record; ARGV: the terminal status, updatedAt (epoch ms, as
+// text), the retention (ms), the channel, the announcement. Of two
+// concurrent conflicting transitions exactly one finds the record pending.
+// A record the store would read as absent (see requestFromHash: a key that
+// is not a hash, a field missing, an unknown status, a number that is not
+// one) is 'unreadable' and left as it is: what reads as absent must not
+// change either.
+const TRANSITION_REQUEST = `
+local function isDecimal(text)
+  local rest = string.match(text, '^%-?%d+(.*)$')
+  if rest == nil then return false end
+  rest = string.match(rest, '^%.%d+(.*)$') or rest
+  rest = string.match(rest, '^e[-+]%d+(.*)$') or rest
+  return rest == ''
+end
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' then return 'not_found' end
+if kind ~= 'hash' then return 'unreadable' end
+local record = redis.call('HMGET', KEYS[1], 'status', 'sub', 'route', 'upstream', 'createdAt', 'updatedAt')
+for i = 1, 6 do
+  if not record[i] then return 'unreadable' end
+end
+local status = record[1]
+if status ~= 'pending' and status ~= 'completed' and status ~= 'failed' then return 'unreadable' end
+if not isDecimal(record[5]) or not isDecimal(record[6]) then return 'unreadable' end
+if status == ARGV[1] then return 'already_applied' end
+if status ~= 'pending' then return 'conflict' end
+redis.call('HSET', KEYS[1], 'status', ARGV[1], 'updatedAt', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 'applied'`;
+
+const SCRIPTS = {
+  gatehouseCreateSession: CREATE_SESSION,
+  gatehouseRevokeSession: REVOKE_SESSION,
+  gatehouseCreateRequest: CREATE_REQUEST,
+  gatehouseTransitionRequest: TRANSITION_REQUEST,
+} as const;
+
+/** The commands defineCommand adds to the client; ioredis' own types cannot know them. */
+interface ScriptCommands {
+  gatehouseCreateSession(key: string, expiresAtMs: number, ...fields: string[]): Promise<number>;
+  gatehouseRevokeSession(key: string, nowMs: number, channel: string, sid: string): Promise<number>;
+  gatehouseCreateRequest(key: string, retentionMs: number, ...fields: string[]): Promise<number>;
+  gatehouseTransitionRequest(
+    key: string,
+    status: TerminalStatus,
+    updatedAt: string,
+    retentionMs: number,
+    channel: string,
+    announcement: string,
+  ): Promise<unknown>;
+}
+
+export type TransitionReply = TransitionOutcome | 'unreadable';
+
+export interface StoreScripts {
+  /** Replaces the session's hash with `fields`, expiring at `expiresAtMs`. */
+  createSession(key: string, expiresAtMs: number, fields: string[]): Promise<void>;
+  /** Deletes the session; true, and announced on `channel`, when it was live at `nowMs`. */
+  revokeSession(key: string, nowMs: number, channel: string, sid: string): Promise<boolean>;
+  /** Writes the record unless the key exists; true when written. */
+  createRequest(key: string, retentionMs: number, fields: string[]): Promise<boolean>;
+  transitionRequest(
+    key: string,
+    change: { status: TerminalStatus; updatedAt: string; retentionMs: number },
+    announce: { channel: string; message: string },
+  ): Promise<TransitionReply>;
+}
+
+const TRANSITION_REPLIES: ReadonlySet<unknown> = new Set<TransitionReply>(['applied', 'already_applied', 'conflict', 'not_found', 'unreadable']);
+
+/** Registers every script on `client` (once: call this once per client) and returns their typed wrappers. */
+export function defineStoreScripts(client: RedisClient): StoreScripts {
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: 1, lua });
+  const commands = client as RedisClient & ScriptCommands;
+  return {
+    async createSession(key, expiresAtMs, fields) {
+      await commands.gatehouseCreateSession(key, expiresAtMs, ...fields);
+    },
+    async revokeSession(key, nowMs, channel, sid) {
+      return (await commands.gatehouseRevokeSession(key, nowMs, channel, sid)) === 1;
+    },
+    async createRequest(key, retentionMs, fields) {
+      return (await commands.gatehouseCreateRequest(key, retentionMs, ...fields)) === 1;
+    },
+    async transitionRequest(key, { status, updatedAt, retentionMs }, { channel, message }) {
+      const reply = await commands.gatehouseTransitionRequest(key, status, updatedAt, retentionMs, channel, message);
+      if (!TRANSITION_REPLIES.has(reply)) throw new Error(`unexpected reply from the transition script: ${String(reply)}`);
+      return reply as TransitionReply;
+    },
+  };
+}
