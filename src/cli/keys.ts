@@ -2,7 +2,7 @@
 // file named by the config. A running gateway picks a rotation up through its
 // file watch; tokens signed by the previous key keep verifying until they expire.
 import type { SigningAlgorithm } from '../config/schema.js';
-import { listKeys, rotateKeys } from '../tokens/keyset.js';
+import { listKeys, rotateKeys } from '../tokens/key-rotation.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, formatTable, writeLine } from './io.js';
 
 export interface KeysCommandIo {
