@@ -49,6 +49,8 @@ export interface GatewayOptions {
   store?: Store;
   /** The config file, watched for route changes (absent: routes are fixed). */
   configFile?: string;
+  /** Only read the keys file, never create or rotate it: a cluster worker, whose primary prepared it. */
+  readOnlyKeys?: boolean;
 }
 
 export interface Gateway {
@@ -82,6 +84,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     algorithm: config.tokens.algorithm,
     retainS: config.tokens.refreshTokenTtlS,
     logger,
+    readOnly: options.readOnlyKeys ?? false,
     watch: true,
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
