@@ -51,6 +51,8 @@ export interface GatewayOptions {
    * engines (bench/engines/) measured on this same hot path. Closed with the gateway.
    */
   engine?: ForwardingEngine;
+  /** Only read the keys file, never create or rotate it: a cluster worker, whose primary prepared it. */
+  readOnlyKeys?: boolean;
 }
 
 export interface Gateway {
@@ -84,6 +86,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     algorithm: config.tokens.algorithm,
     retainS: config.tokens.refreshTokenTtlS,
     logger,
+    readOnly: options.readOnlyKeys ?? false,
     watch: true,
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;

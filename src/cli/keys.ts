@@ -3,7 +3,7 @@
 // file watch; tokens signed by the previous key keep verifying until they expire.
 import { parseArgs } from 'node:util';
 import type { SigningAlgorithm } from '../config/schema.js';
-import { listKeys, rotateKeys } from '../tokens/keyset.js';
+import { listKeys, rotateKeys } from '../tokens/key-rotation.js';
 import { EXIT_FAILURE, EXIT_OK, formatTable, runGroup, writeLine, type CommandGroup, type OutputIo } from './command.js';
 
 export interface KeysCommandIo extends OutputIo {

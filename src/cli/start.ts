@@ -1,12 +1,16 @@
 // `gatehouse start`: run the gateway until SIGTERM/SIGINT, then drain. With
 // `server.workers` above one, a primary process forks that many workers that
-// share the listeners (node:cluster) and replaces any that dies.
+// share the listeners (node:cluster) and replaces any that dies. The primary
+// alone writes the keys file (creating it, or rotating after a change of
+// `tokens.algorithm`) before it forks; workers only read it, so they all sign
+// with the key they all publish.
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { createGateway } from '../app.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../observability/logger.js';
+import { prepareKeysFile } from '../tokens/key-rotation.js';
 
 /** How long in-flight requests may take to finish after a stop signal. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -20,7 +24,10 @@ export function workerCount(config: Config): number {
 export async function runStart(config: Config, configFile: string): Promise<void> {
   const workers = workerCount(config);
   if (workers > 1 && cluster.isPrimary) {
-    runPrimary(createLogger(config).child({ role: 'primary' }), workers);
+    const logger = createLogger(config).child({ role: 'primary' });
+    const { keysFile: file, algorithm, refreshTokenTtlS: retainS } = config.tokens;
+    await prepareKeysFile({ file, algorithm, retainS, logger });
+    runPrimary(logger, workers);
     return;
   }
   await runWorker(config, configFile);
@@ -28,7 +35,7 @@ export async function runStart(config: Config, configFile: string): Promise<void
 
 async function runWorker(config: Config, configFile: string): Promise<void> {
   const logger = createLogger(config);
-  const gateway = await createGateway(config, { logger, configFile });
+  const gateway = await createGateway(config, { logger, configFile, readOnlyKeys: cluster.isWorker });
   await gateway.listen();
 
   onStopSignal((signal) => {

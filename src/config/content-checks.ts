@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
 import { RouteTable, type CompiledRoute } from '../proxy/route-table.js';
 import { HeaderPolicy } from '../proxy/upstream-headers.js';
-import { parseStoreUrl } from '../store/create-store.js';
+import { parseStoreUrl } from '../store/store-url.js';
 import type { IdentityHeaderNames, RouteConfig } from './schema.js';
 
 type Context = z.RefinementCtx;

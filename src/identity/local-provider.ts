@@ -2,12 +2,12 @@
 //
 // The file is read into an immutable snapshot of three indexes (by name, by
 // id, and API key id → key), swapped whole on reload, so a login never sees
-// half an update. With `watch`, the file is polled: the CLI replaces it by
-// rename, which a watch on the old inode would miss, and polling also notices
-// a file that appears after start.
-import { unwatchFile, watchFile, type Stats } from 'node:fs';
+// half an update. With `watch`, the file is polled (the CLI replaces it by
+// rename; polling also notices a file that appears after start).
+import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
+import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
 import type { Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
@@ -27,26 +27,30 @@ interface IndexedKey {
   key: ApiKeyRecord;
 }
 
+export interface LocalIdentityEvents {
+  /** After each re-read of the users file: whether its users were taken (false: logged, the previous users stay). */
+  reload: [applied: boolean];
+}
+
 interface Snapshot {
   byName: ReadonlyMap<string, IndexedUser>;
   byId: ReadonlyMap<string, IndexedUser>;
   byKeyId: ReadonlyMap<string, IndexedKey>;
 }
 
-export class LocalIdentityProvider implements IdentityProvider {
+export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
   readonly #file: string;
   readonly #logger: Logger;
   /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
   readonly #dummyHash: string;
   #snapshot: Snapshot;
-  #watching = false;
+  #fileWatch: FileWatch | undefined;
   #closed = false;
-  #reloading: Promise<void> | undefined;
-  #reloadAgain = false;
   #readsStarted = 0;
   #readApplied = 0;
 
   private constructor(file: string, logger: Logger, dummyHash: string, data: UsersFileData) {
+    super();
     this.#file = file;
     this.#logger = logger;
     this.#dummyHash = dummyHash;
@@ -91,6 +95,18 @@ export class LocalIdentityProvider implements IdentityProvider {
    * Resolves true when the new contents were taken.
    */
   async reload(): Promise<boolean> {
+    const applied = await this.#read();
+    if (!this.#closed) this.emit('reload', applied);
+    return applied;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#fileWatch?.close();
+    this.#fileWatch = undefined;
+  }
+
+  async #read(): Promise<boolean> {
     const reading = ++this.#readsStarted;
     try {
       const data = await readUsersFile(this.#file);
@@ -106,15 +122,6 @@ export class LocalIdentityProvider implements IdentityProvider {
       }
       return false;
     }
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#watching) {
-      unwatchFile(this.#file, this.#onFileChange);
-      this.#watching = false;
-    }
-    await this.#reloading;
   }
 
   #authenticateWithApiKey(username: string, secret: string, { user, key }: IndexedKey): Identity | null {
@@ -145,31 +152,14 @@ export class LocalIdentityProvider implements IdentityProvider {
   }
 
   #watch(): void {
-    // persistent: false is watchFile's unref: the watcher never keeps the process alive.
-    watchFile(this.#file, { interval: WATCH_INTERVAL_MS, persistent: false }, this.#onFileChange);
-    this.#watching = true;
-  }
-
-  readonly #onFileChange = (current: Stats, previous: Stats): void => {
-    if (this.#closed) return;
-    if (current.nlink === 0 && previous.nlink === 0) return;
-    if (current.nlink === 0) this.#logger.warn('the users file was removed: nobody can log in until it is back');
-    this.#scheduleReload();
-  };
-
-  /** One reload at a time; changes seen during a reload cause exactly one more. */
-  #scheduleReload(): void {
-    if (this.#reloading) {
-      this.#reloadAgain = true;
-      return;
-    }
-    this.#reloading = (async () => {
-      do {
-        this.#reloadAgain = false;
+    this.#fileWatch = watchFile(
+      this.#file,
+      async (current) => {
+        if (current.nlink === 0) this.#logger.warn('the users file was removed: nobody can log in until it is back');
         await this.reload();
-      } while (this.#reloadAgain && !this.#closed);
-      this.#reloading = undefined;
-    })();
+      },
+      WATCH_INTERVAL_MS,
+    );
   }
 }
 

@@ -7,11 +7,11 @@
 // atomic (temporary file, then rename), so the server never sees half a file.
 // The change helpers are pure: they take the file's contents and return new
 // contents, which keeps the CLI a thin read-change-write loop.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { Document, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { writeFileAtomic } from '../files/atomic-write.js';
 import { KEY_ID_PATTERN } from './api-keys.js';
 import { isWellFormedPasswordHash } from './passwords.js';
 
@@ -142,11 +142,7 @@ export function parseUsersFile(text: string, source: string): UsersFileData {
   return result.data!;
 }
 
-/**
- * Replaces the file atomically: the new contents go to a temporary file in the
- * same folder (same file system, so the rename is atomic), readable by the
- * owner only, which is then renamed over the old one.
- */
+/** Replaces the file atomically, readable by its owner only. */
 export async function writeUsersFile(path: string, data: UsersFileData): Promise<void> {
   const result = UsersFileSchema.safeParse(data);
   if (!result.success) {
@@ -155,24 +151,7 @@ export async function writeUsersFile(path: string, data: UsersFileData): Promise
   }
   const document = new Document(result.data);
   document.commentBefore = HEADER;
-  const text = document.toString();
-
-  const folder = dirname(path);
-  await mkdir(folder, { recursive: true, mode: 0o700 });
-  const temporary = join(folder, `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    const handle = await open(temporary, 'wx', 0o600);
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temporary, path);
-  } catch (error) {
-    await unlink(temporary).catch(() => undefined);
-    throw error;
-  }
+  await writeFileAtomic(path, document.toString(), { mode: 0o600 });
 }
 
 export function getUser(data: UsersFileData, username: string): UserRecord {

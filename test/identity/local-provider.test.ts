@@ -20,8 +20,27 @@ import {
   writeUsersFile,
   type UsersFileData,
 } from '../../src/identity/users-file.js';
+import { nextEvent } from '../helpers/events.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
+
+interface ScryptCost {
+  N: number | undefined;
+  r: number | undefined;
+  p: number | undefined;
+}
+
+/** The cost of each scrypt computation since a test cleared it: what a refusal spends, without a clock. */
+const scryptCalls = vi.hoisted((): ScryptCost[] => []);
+vi.mock('node:crypto', async (importOriginal) => {
+  const crypto = await importOriginal<typeof import('node:crypto')>();
+  const scrypt = (...args: Parameters<typeof crypto.scrypt>) => {
+    const options = args.length === 5 ? (args[3] as import('node:crypto').ScryptOptions) : {};
+    scryptCalls.push({ N: options.N, r: options.r, p: options.p });
+    return (crypto.scrypt as (...a: unknown[]) => void)(...args);
+  };
+  return { ...crypto, default: { ...crypto, scrypt }, scrypt };
+});
 
 /** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
 const FAST = TEST_SCRYPT_PARAMS;
@@ -189,89 +208,93 @@ describe('isActive', () => {
   });
 });
 
+/** The provider's first reload after this call that took the file (or, with `applied` false, refused it). */
+function reloaded(provider: LocalIdentityProvider, applied = true): Promise<[boolean]> {
+  return nextEvent<[boolean]>(provider, 'reload', (taken) => taken === applied);
+}
+
 describe('live reload', () => {
   it('lets a user added through the CLI log in while the provider runs', async () => {
     const provider = await open(true);
     const stdin = new PassThrough();
     stdin.end('carol-password-1\n');
     const sink = new PassThrough();
+    const taken = reloaded(provider);
     const code = await runUsersCommand(['add', 'carol', '--password-stdin'], { usersFile, stdin, stdout: sink, stderr: sink });
     expect(code).toBe(0);
+    await taken;
     const carol = (await readUsersFile(usersFile)).users.carol!;
-    await vi.waitFor(
-      async () => expect(await provider.authenticate('carol', 'carol-password-1')).toEqual({ sub: carol.id, username: 'carol', method: 'pwd' }),
-      { timeout: 5_000, interval: 100 },
-    );
+    expect(await provider.authenticate('carol', 'carol-password-1')).toEqual({ sub: carol.id, username: 'carol', method: 'pwd' });
     expect(provider.isActive({ sub: carol.id })).toBe(true);
   });
 
   it('keeps the previous users when the changed file does not parse, and logs an error', async () => {
     const provider = await open(true);
+    const refused = reloaded(provider, false);
     await writeFile(usersFile, 'users: [\n');
-    await vi.waitFor(
-      () => {
-        const error = logs.entries().find((e) => e.level === 50);
-        expect(error?.msg).toMatch(/not reloaded/);
-        expect(JSON.stringify(error)).toContain(usersFile);
-      },
-      { timeout: 5_000, interval: 50 },
-    );
+    await refused;
+    const error = logs.entries().find((e) => e.level === 50);
+    expect(error?.msg).toMatch(/not reloaded/);
+    expect(JSON.stringify(error)).toContain(usersFile);
     await expect(provider.authenticate('alice', PASSWORDS.alice)).resolves.toMatchObject({ username: 'alice' });
     expect(provider.isActive({ sub: fx.data.users.alice!.id })).toBe(true);
 
     // Fixed again: the change is taken.
+    const taken = reloaded(provider);
     await writeUsersFile(usersFile, setDisabled(fx.data, 'alice', true));
-    await vi.waitFor(() => expect(provider.isActive({ sub: fx.data.users.alice!.id })).toBe(false), { timeout: 5_000, interval: 50 });
+    await taken;
+    expect(provider.isActive({ sub: fx.data.users.alice!.id })).toBe(false);
   });
 
   it('notices a users file created after start', async () => {
     usersFile = join(dir, 'later.yaml');
     const provider = await open(true);
+    expect(await provider.authenticate('bob', PASSWORDS.bob)).toBeNull();
+    const taken = reloaded(provider);
     await writeUsersFile(usersFile, fx.data);
-    await vi.waitFor(async () => expect(await provider.authenticate('bob', PASSWORDS.bob)).not.toBeNull(), { timeout: 5_000, interval: 100 });
+    await taken;
+    expect(await provider.authenticate('bob', PASSWORDS.bob)).not.toBeNull();
   });
 
   it('does not watch without `watch`, nor after close', async () => {
     const unwatched = await open(false);
     const watched = await open(true);
+    let reloads = 0;
+    for (const provider of [unwatched, watched]) provider.on('reload', () => reloads++);
     await watched.close();
-    await writeUsersFile(usersFile, removeUser(fx.data, 'bob'));
-    // Three polling intervals: a watcher that was still running would have reloaded by now.
-    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    // Watches of one file share one poller: a change reaches every watch in the same turn.
+    const witness = await open(true);
+
+    // Two changes, each seen by the witness: a reload another watch had started on the first has ended by the second.
+    for (const data of [removeUser(fx.data, 'bob'), removeUser(fx.data, 'alice')]) {
+      const taken = reloaded(witness);
+      await writeUsersFile(usersFile, data);
+      await taken;
+    }
+    expect(witness.isActive({ sub: fx.data.users.alice!.id })).toBe(false);
+    expect(reloads).toBe(0);
     for (const provider of [unwatched, watched]) {
       expect(provider.isActive({ sub: fx.data.users.bob!.id })).toBe(true);
     }
-    expect(logs.entries().some((e) => String(e.msg).includes('reloaded'))).toBe(false);
   });
 });
 
-describe('timing', () => {
-  it('spends as long on an unknown user as on a wrong password', async () => {
-    const timedPassword = 'timed-password-1';
-    await writeUsersFile(usersFile, addUser(fx.data, 'timed', await hashPassword(timedPassword, DEFAULT_SCRYPT_PARAMS)));
+describe('the cost of a refusal', () => {
+  it('spends one scrypt of the users’ cost on an unknown user, as on a wrong password', async () => {
+    await writeUsersFile(usersFile, addUser(fx.data, 'costly', await hashPassword('costly-password-1', DEFAULT_SCRYPT_PARAMS)));
     const provider = await open();
-    const wrongPassword: number[] = [];
-    const unknownUser: number[] = [];
-    const time = async (samples: number[], username: string): Promise<void> => {
-      const start = performance.now();
+    const costOf = async (username: string): Promise<ScryptCost[]> => {
+      scryptCalls.length = 0;
       expect(await provider.authenticate(username, 'wrong-password-1')).toBeNull();
-      samples.push(performance.now() - start);
+      return [...scryptCalls];
     };
-    // Warm-up, then interleaved so a busy moment of the machine hits both alike.
-    await time([], 'timed');
-    await time([], 'nobody');
-    for (let i = 0; i < 7; i++) {
-      await time(wrongPassword, 'timed');
-      await time(unknownUser, `nobody-${i}`);
-    }
-    expect(median(unknownUser)).toBeGreaterThanOrEqual(0.5 * median(wrongPassword));
+    const wrongPassword = await costOf('costly');
+    expect(wrongPassword).toEqual([{ N: 2 ** DEFAULT_SCRYPT_PARAMS.logN, r: DEFAULT_SCRYPT_PARAMS.r, p: DEFAULT_SCRYPT_PARAMS.p }]);
+    expect(await costOf('nobody')).toEqual(wrongPassword);
+    // A disabled user too: refusing without hashing would tell that the name exists.
+    expect(await costOf('mallory')).toHaveLength(1);
   });
 });
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 function parseSecretOf(key: string): string {
   return key.slice('ghk_0123456789abcdef_'.length);

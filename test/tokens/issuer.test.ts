@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionRecord } from '../../src/store/store.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
-import { loadKeySet, rotateKeys, type KeySet } from '../../src/tokens/keyset.js';
+import { rotateKeys } from '../../src/tokens/key-rotation.js';
+import { loadKeySet, type KeySet } from '../../src/tokens/keyset.js';
 import { TokenError, type TokenClaims } from '../../src/tokens/types.js';
 import { TokenVerifier } from '../../src/tokens/verifier.js';
 
@@ -209,9 +211,9 @@ describe('with the verifier', () => {
     const watched = await loadKeySet({ file, algorithm: 'EdDSA', retainS: REFRESH_TTL_S, logger, watch: true });
     try {
       const rotatingIssuer = new TokenIssuer({ keys: watched, issuer: ISSUER, audience: AUDIENCE, accessTokenTtlS: 60, refreshTokenTtlS: 3600 });
+      const reloaded = once(watched, 'reload');
       const { kid } = await rotateKeys({ file, algorithm: 'ES256', retainS: REFRESH_TTL_S });
-      const deadline = Date.now() + 5_000;
-      while (watched.signingKey().kid !== kid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(await reloaded).toEqual([true]);
       const set = await rotatingIssuer.issueTokenSet(session(Date.now()));
       expect(decodeProtectedHeader(set.access_token)).toEqual({ alg: 'ES256', kid, typ: 'JWT' });
     } finally {

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,14 +8,17 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runKeysCommand } from '../../src/cli/keys.js';
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../../src/config/schema.js';
-import { KeysFileError, listKeys, loadKeySet, rotateKeys, type KeySet, type KeysFile } from '../../src/tokens/keyset.js';
+import { listKeys, rotateKeys } from '../../src/tokens/key-rotation.js';
+import { loadKeySet, type WatchedKeySet } from '../../src/tokens/keyset.js';
+import { KeysFileError, type KeysFile } from '../../src/tokens/keys-file.js';
 import { TokenError } from '../../src/tokens/types.js';
+import { nextEvent } from '../helpers/events.js';
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const RETAIN_S = 3600;
 
 let folder: string;
-const open: KeySet[] = [];
+const open: WatchedKeySet[] = [];
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), 'gatehouse-keyset-'));
@@ -52,14 +56,16 @@ async function load(options: {
   retainS?: number;
   watch?: boolean;
   now?: () => number;
+  readOnly?: boolean;
   logger?: ReturnType<typeof capturingLogger>['logger'];
-} = {}): Promise<KeySet> {
+} = {}): Promise<WatchedKeySet> {
   const keys = await loadKeySet({
     file: options.file ?? join(folder, 'keys.json'),
     algorithm: options.algorithm ?? 'EdDSA',
     retainS: options.retainS ?? RETAIN_S,
     logger: options.logger ?? pino({ level: 'silent' }),
     ...(options.watch !== undefined && { watch: options.watch }),
+    ...(options.readOnly !== undefined && { readOnly: options.readOnly }),
     ...(options.now !== undefined && { now: options.now }),
   });
   open.push(keys);
@@ -71,24 +77,22 @@ async function readStored(file = join(folder, 'keys.json')): Promise<KeysFile> {
 }
 
 /** A token signed by the set's current key, and a check of it through getVerificationKey. */
-async function signWith(keys: KeySet): Promise<string> {
+async function signWith(keys: WatchedKeySet): Promise<string> {
   const { kid, alg, key } = keys.signingKey();
   return new SignJWT({ sub: 'user' }).setProtectedHeader({ alg, kid }).setIssuedAt().setExpirationTime('1h').sign(key);
 }
 
-async function verifiesWith(keys: KeySet, token: string): Promise<boolean> {
+async function verifiesWith(keys: WatchedKeySet, token: string): Promise<boolean> {
   return jwtVerify(token, (header) => keys.getVerificationKey(header), { algorithms: keys.algorithms() }).then(
     () => true,
     () => false,
   );
 }
 
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Resolves at the first reload after this call whose outcome `done` accepts. */
+async function reloaded(keys: WatchedKeySet, done: (applied: boolean) => boolean = () => true): Promise<boolean> {
+  const [applied] = await nextEvent<[boolean]>(keys, 'reload', done);
+  return applied;
 }
 
 function cliIo(file: string, algorithm: SigningAlgorithm = 'EdDSA') {
@@ -250,13 +254,15 @@ describe('watch', () => {
     const oldKid = keys.signingKey().kid;
     const oldToken = await signWith(keys);
 
+    const reload = once(keys, 'reload');
     const cli = cliIo(file);
     expect(await runKeysCommand(['rotate'], cli.io)).toBe(0);
     const newKid = cli.out().trim();
     expect(newKid).toMatch(/^[\w-]{43}$/);
     expect(newKid).not.toBe(oldKid);
 
-    await until(() => keys.signingKey().kid === newKid);
+    expect(await reload).toEqual([true]);
+    expect(keys.signingKey().kid).toBe(newKid);
     expect(keys.publicJwks().keys.map((k) => k.kid)).toEqual([newKid, oldKid]);
     expect(await verifiesWith(keys, oldToken)).toBe(true);
   });
@@ -271,29 +277,72 @@ describe('watch', () => {
     const secret = (JSON.parse(original) as KeysFile).keys[0]!.jwk.d!;
 
     // Truncated mid-key, as a hand edit gone wrong would leave it.
+    const refused = reloaded(keys);
     await writeFile(file, original.slice(0, original.indexOf(secret) + 10));
-    await until(() => lines.some((l) => l.msg === 'cannot reload the keys file; the keys in memory stay in use'));
+    expect(await refused).toBe(false);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, msg: 'cannot reload the keys file; the keys in memory stay in use' }));
     expect(keys.signingKey().kid).toBe(kid);
     expect(await verifiesWith(keys, token)).toBe(true);
     expect(raw.join('')).not.toContain(secret.slice(0, 10));
 
     // Fixed again: picked up again.
     const { kid: newKid } = await rotateKeys({ file: join(folder, 'other.json'), algorithm: 'EdDSA', retainS: RETAIN_S });
+    const taken = reloaded(keys, (applied) => applied);
     await writeFile(file, await readFile(join(folder, 'other.json'), 'utf8'));
-    await until(() => keys.signingKey().kid === newKid);
+    await taken;
+    expect(keys.signingKey().kid).toBe(newKid);
   });
 
   it('stops watching on close', async () => {
     const file = join(folder, 'keys.json');
     const keys = await load({ watch: true });
     const kid = keys.signingKey().kid;
+    let reloads = 0;
+    keys.on('reload', () => reloads++);
+    // Watches of one file share one poller: a change reaches both or neither in the same turn.
+    const witness = await load({ watch: true });
     keys.close();
-    const { kid: rotated } = await rotateKeys({ file, algorithm: 'EdDSA', retainS: RETAIN_S });
-    // A sibling that still watches sees the rotation; the closed one must not.
-    const witness = await load();
-    expect(witness.signingKey().kid).toBe(rotated);
-    await new Promise((resolve) => setTimeout(resolve, 1_200));
+
+    // Two changes, each seen by the witness: a reload the closed set had started on the first has ended by the second.
+    for (let i = 0; i < 2; i++) {
+      const seen = once(witness, 'reload');
+      const { kid: rotated } = await rotateKeys({ file, algorithm: 'EdDSA', retainS: RETAIN_S });
+      await seen;
+      expect(witness.signingKey().kid).toBe(rotated);
+    }
+    expect(reloads).toBe(0);
     expect(keys.signingKey().kid).toBe(kid);
+  });
+});
+
+describe('a read-only load (a cluster worker)', () => {
+  it('refuses a missing file and creates none', async () => {
+    const file = join(folder, 'keys.json');
+    await expect(load({ readOnly: true })).rejects.toThrow(new KeysFileError(file, 'missing'));
+    await expect(stat(file)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('refuses a file in which no key may sign', async () => {
+    const file = join(folder, 'keys.json');
+    await load();
+    const stored = await readStored(file);
+    stored.keys[0]!.retiredAt = new Date().toISOString();
+    await writeFile(file, JSON.stringify(stored));
+    await expect(load({ readOnly: true })).rejects.toThrow(/no key may sign/);
+  });
+
+  it('signs with the file’s key even after an algorithm change, warns, and leaves the file as it is', async () => {
+    const file = join(folder, 'keys.json');
+    const eddsa = await load({ algorithm: 'EdDSA' });
+    const before = await readFile(file, 'utf8');
+    const { logger, lines } = capturingLogger();
+
+    const worker = await load({ algorithm: 'ES256', readOnly: true, logger });
+    expect(worker.signingKey()).toMatchObject({ kid: eddsa.signingKey().kid, alg: 'EdDSA' });
+    expect(await readFile(file, 'utf8')).toBe(before);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 40, msg: 'the keys file signs with another algorithm than configured', configured: 'ES256', alg: 'EdDSA' }),
+    );
   });
 });
 

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TokensConfig } from '../../src/config/schema.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
-import { loadKeySet, rotateKeys, type KeySet } from '../../src/tokens/keyset.js';
+import { rotateKeys } from '../../src/tokens/key-rotation.js';
+import { loadKeySet, type KeySet, type WatchedKeySet } from '../../src/tokens/keyset.js';
 import { jwksDocument, openIdConfiguration, wellKnownRoutes } from '../../src/tokens/well-known-routes.js';
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi'];
@@ -41,7 +43,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
   };
 }
 
-async function keySet(tokens: TokensConfig, watch = false): Promise<KeySet> {
+async function keySet(tokens: TokensConfig, watch = false): Promise<WatchedKeySet> {
   const keys = await loadKeySet({ file: tokens.keysFile, algorithm: tokens.algorithm, retainS: RETAIN_S, logger: pino({ level: 'silent' }), watch });
   cleanup.push(() => keys.close());
   return keys;
@@ -80,9 +82,9 @@ describe('GET /.well-known/jwks.json', () => {
       ((await fastify.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
     expect(await kidsServed()).toEqual([oldKid]);
 
+    const reloaded = once(keys, 'reload');
     const { kid } = await rotateKeys({ file: tokens.keysFile, algorithm: 'ES256', retainS: RETAIN_S });
-    const deadline = Date.now() + 5_000;
-    while ((await kidsServed()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await reloaded).toEqual([true]);
     expect(await kidsServed()).toEqual([kid, oldKid]);
   });
 
