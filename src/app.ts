@@ -86,15 +86,16 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
+  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
   const auth = new AuthService({
     identity,
     store,
     issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
     verifier,
+    bearer,
     refreshTokenTtlS,
     logger,
   });
-  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
   const metrics = new Metrics();
   const requests = new RequestTracker({
     store,
