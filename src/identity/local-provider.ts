@@ -8,6 +8,7 @@
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
+import { Listeners } from '../store/listeners.js';
 import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
 import type { Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
@@ -39,6 +40,7 @@ export class LocalIdentityProvider implements IdentityProvider {
   /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
   readonly #dummyHash: string;
   #snapshot: Snapshot;
+  readonly #changed: Listeners<void>;
   #watching = false;
   #closed = false;
   #reloading: Promise<void> | undefined;
@@ -51,6 +53,7 @@ export class LocalIdentityProvider implements IdentityProvider {
     this.#logger = logger;
     this.#dummyHash = dummyHash;
     this.#snapshot = buildSnapshot(data);
+    this.#changed = new Listeners<void>('identities changed', logger);
   }
 
   /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
@@ -85,6 +88,10 @@ export class LocalIdentityProvider implements IdentityProvider {
     return indexedKey !== undefined && indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
   }
 
+  onChange(listener: () => void): () => void {
+    return this.#changed.add(listener);
+  }
+
   /**
    * Re-reads the file now (the watcher calls this too). A file that does not
    * read or validate is logged and changes nothing: the previous users stay.
@@ -99,6 +106,7 @@ export class LocalIdentityProvider implements IdentityProvider {
       this.#readApplied = reading;
       this.#snapshot = buildSnapshot(data);
       this.#logger.info({ users: this.#snapshot.byName.size }, 'users file reloaded');
+      this.#changed.emit();
       return true;
     } catch (error) {
       if (!this.#closed) {
@@ -110,6 +118,7 @@ export class LocalIdentityProvider implements IdentityProvider {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#changed.clear();
     if (this.#watching) {
       unwatchFile(this.#file, this.#onFileChange);
       this.#watching = false;
