@@ -13,8 +13,8 @@ import { ConfigError, loadConfig } from './config/load.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import type { Config } from './config/schema.js';
 import { watchConfigFile } from './config/watch-config.js';
-import { diagnosticsJson } from './http/diagnostics.js';
 import { errorHandler } from './http/error-handler.js';
+import { writeErrorToSocket } from './http/error-response.js';
 import { gatehouseError } from './http/errors.js';
 import { isGatewayPath } from './http/gateway-paths.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
@@ -234,17 +234,8 @@ type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const body = diagnosticsJson(
-    gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }),
-  );
-  socket.end(
-    `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  writeErrorToSocket(socket, gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }));
 }
 
 /**

@@ -8,9 +8,8 @@ import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerToken } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
-import { diagnosticsJson } from '../http/diagnostics.js';
+import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
 import { gatehouseError, type GatehouseError } from '../http/errors.js';
-import { toGatehouseError } from '../http/error-handler.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
@@ -232,17 +231,7 @@ export class ProxyHandler {
       res.destroy();
       return;
     }
-    const body = diagnosticsJson(gatehouse);
-    const headers: OutgoingHttpHeaders = {
-      ...gatehouse.headers,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'x-request-id': exchange.requestId,
-    };
-    // An unread request body would otherwise be drained or stall the connection.
-    if (hasBody(req) && !req.readableEnded) headers.connection = 'close';
-    res.writeHead(gatehouse.status, headers);
-    res.end(body);
+    writeErrorResponse(res, gatehouse, exchange.requestId, hasBody(req) && !req.readableEnded);
   }
 
   #accessLog(exchange: Exchange): void {

@@ -8,7 +8,6 @@
 // too, when the gateway stops. The upstream handshake has the route's connect
 // and response timeouts, which http-proxy does not apply to upgrades.
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
@@ -16,8 +15,7 @@ import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerToken } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
-import { diagnosticsJson } from '../http/diagnostics.js';
-import { toGatehouseError } from '../http/error-handler.js';
+import { toGatehouseError, writeErrorToSocket } from '../http/error-response.js';
 import { gatehouseError } from '../http/errors.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import { redactUrl } from '../observability/logger.js';
@@ -365,20 +363,5 @@ function tokenAndProtocols(req: IncomingMessage): { token: string | undefined; p
 
 /** Answers an upgrade that will not be tunnelled with an ordinary HTTP error response. */
 function writeRefusal(socket: Duplex, error: unknown, requestId: string): void {
-  if (socket.destroyed) return;
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const gatehouse = toGatehouseError(error);
-  const body = diagnosticsJson(gatehouse);
-  const headers: Record<string, string | number> = {
-    ...gatehouse.headers,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': requestId,
-    connection: 'close',
-  };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
-  socket.end(`HTTP/1.1 ${gatehouse.status} ${STATUS_CODES[gatehouse.status] ?? ''}\r\n${head}\r\n\r\n${body}`);
+  writeErrorToSocket(socket, toGatehouseError(error), requestId);
 }
