@@ -24,6 +24,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import { requestId } from './observability/request-id.js';
+import { Admission } from './proxy/admission.js';
 import { HttpProxyEngine } from './proxy/engines/http-proxy-engine.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
@@ -113,7 +114,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
     : new HttpProxyEngine(config.proxy.engine);
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
-  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, accessLog: config.log.access, capture });
+  // One admission step for HTTP and WebSocket alike.
+  const admission = new Admission({ routes: () => routes, bearer, headers });
+  const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -121,7 +124,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ routes: () => routes, bearer, headers, logger });
+  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger });
 
   const app = publicListener(config, logger, proxy.handle);
   app.server.on('upgrade', websockets.handleUpgrade);
