@@ -22,6 +22,7 @@ import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
+import { Admission } from './proxy/admission.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
 import { ProxyRoutes } from './proxy/proxy-routes.js';
@@ -91,15 +92,16 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
+  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
   const auth = new AuthService({
     identity,
     store,
     issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
     verifier,
+    bearer,
     refreshTokenTtlS,
     logger,
   });
-  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
   const metrics = new Metrics();
   const requests = new RequestTracker({
     store,
@@ -114,7 +116,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
-  const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, accessLog: config.log.access, capture });
+  // One admission step for HTTP and WebSocket alike.
+  const admission = new Admission({ routes: () => routes, bearer, headers });
+  const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -122,7 +126,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ routes: () => routes, bearer, headers, logger });
+  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger });
 
   const app = publicListener(config, logger, proxy.handle);
   app.server.on('upgrade', websockets.handleUpgrade);

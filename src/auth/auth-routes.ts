@@ -60,8 +60,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
 
   // Ends the session of the bearer token (access or refresh): no body needed.
   app.post('/api/v1/auth/logout', { bodyLimit: bodyLimitBytes }, async (request, reply) => {
-    const claims = await auth.authenticateBearer(bearerToken(request.headers));
-    await auth.logout(claims);
+    await auth.logout(await auth.authenticateBearer(bearerToken(request.headers)));
     return reply.code(204).send();
   });
 }

@@ -2,24 +2,26 @@
 // and the standard OAuth 2.0 token endpoint so both always agree.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError } from '../http/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
-import { bearerChallenge } from './bearer.js';
+import type { BearerAuthenticator } from './bearer-authenticator.js';
+import type { Principal } from './principal.js';
 
 export interface AuthServiceDeps {
   identity: IdentityProvider;
   store: Store;
   issuer: TokenIssuer;
   verifier: TokenVerifier;
+  /** The one rule for whether a token's session is alive (the proxy asks it too). */
+  bearer: BearerAuthenticator;
   refreshTokenTtlS: number;
   logger: Logger;
 }
 
-const BEARER_TYPES: readonly TokenType[] = ['Bearer', 'Refresh'];
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
 
 export class AuthService {
@@ -60,7 +62,13 @@ export class AuthService {
     } catch (error) {
       throw this.#refused(error);
     }
-    await this.#requireActiveSession(claims, 'invalid_refresh_token');
+    try {
+      await this.#deps.bearer.authenticate(refreshToken, claims);
+    } catch (error) {
+      // The bearer rule's refusal, in refresh's own words (spec 7); a store outage stays a 503.
+      if (isGatehouseError(error) && error.code === 'invalid_bearer_token') throw this.#refused(new TokenError(error.reason));
+      throw error;
+    }
     try {
       // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
       return await this.#deps.issuer.refreshTokenSet(claims, refreshToken);
@@ -69,39 +77,15 @@ export class AuthService {
     }
   }
 
-  /**
-   * A bearer token (access or refresh, spec 5.9) of a session that is still
-   * active. Used by the gateway's own endpoints; the proxy's hot path has a
-   * cached variant that does not ask the store per request.
-   */
-  async authenticateBearer(token: string): Promise<TokenClaims> {
-    let claims: TokenClaims;
-    try {
-      claims = await this.#deps.verifier.verify(token, BEARER_TYPES);
-    } catch (error) {
-      const reason = error instanceof TokenError ? error.reason : 'invalid bearer token';
-      throw gatehouseError('invalid_bearer_token', { reason, headers: { 'www-authenticate': bearerChallenge(reason) }, cause: error });
-    }
-    await this.#requireActiveSession(claims, 'invalid_bearer_token');
-    return claims;
+  /** A bearer token (access or refresh, spec 5.9) of a session that is still active, for the gateway's own endpoints. */
+  async authenticateBearer(token: string): Promise<Principal> {
+    return this.#deps.bearer.authenticate(token);
   }
 
-  /** Ends the session: its refresh token and every access token stop working. */
-  async logout(claims: TokenClaims): Promise<void> {
-    await this.#deps.store.revokeSession(claims.sid);
-    this.#deps.logger.info({ event: 'logout', sub: claims.sub, sid: claims.sid }, 'session ended');
-  }
-
-  async #requireActiveSession(claims: TokenClaims, code: 'invalid_refresh_token' | 'invalid_bearer_token'): Promise<void> {
-    const session = await this.#deps.store.getSession(claims.sid);
-    const reason = !session || session.sub !== claims.sub
-      ? 'session ended'
-      : !this.#deps.identity.isActive({ sub: session.sub, ...(session.apiKeyId ? { apiKeyId: session.apiKeyId } : {}) })
-        ? 'user or API key no longer active'
-        : undefined;
-    if (!reason) return;
-    if (code === 'invalid_refresh_token') throw this.#refused(new TokenError(reason));
-    throw gatehouseError('invalid_bearer_token', { reason, headers: { 'www-authenticate': bearerChallenge(reason) } });
+  /** Ends the session: its refresh token, every access token and every tunnel opened with them stop working. */
+  async logout(principal: Pick<Principal, 'sid' | 'sub'>): Promise<void> {
+    await this.#deps.store.revokeSession(principal.sid);
+    this.#deps.logger.info({ event: 'logout', sub: principal.sub, sid: principal.sid }, 'session ended');
   }
 
   /** Spec 7 fixes the refresh failure's reason; the precise one goes to the log. */

@@ -9,6 +9,10 @@ export interface Principal {
   /** `Bearer` (access token) or `Refresh` (spec 5.9: a refresh token is a bearer token too). */
   tokenType: TokenType;
   method: AuthMethod;
+  /** The API key the session was opened with (`method: 'api_key'`): revoking it ends the session's tokens and tunnels. */
+  apiKeyId?: string;
   /** When the presented token expires, epoch ms: cached checks and WebSockets end then. */
   expiresAtMs: number;
+  /** When the session itself ends, epoch ms: no tunnel outlives it, whatever its route says about token expiry. */
+  sessionEndsAtMs: number;
 }

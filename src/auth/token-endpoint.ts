@@ -3,7 +3,7 @@
 // shares AuthService with the spec's JSON endpoints; only the wire format
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { toGatehouseError } from '../http/error-handler.js';
+import { toGatehouseError } from '../http/error-response.js';
 import type { GatehouseError } from '../http/errors.js';
 import type { AuthService } from './auth-service.js';
 import { sendTokenSet } from './auth-routes.js';

@@ -7,7 +7,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { requestId } from '../observability/request-id.js';
-import { diagnosticsJson } from './diagnostics.js';
+import { writeErrorToSocket } from './error-response.js';
 import { gatehouseError } from './errors.js';
 import { isGatewayPath } from './gateway-paths.js';
 
@@ -17,17 +17,8 @@ type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  const body = diagnosticsJson(
-    gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }),
-  );
-  socket.end(
-    `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  writeErrorToSocket(socket, gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }));
 }
 
 /**

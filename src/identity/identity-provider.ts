@@ -23,5 +23,12 @@ export interface IdentityProvider {
   authenticate(username: string, secret: string): Promise<Identity | null>;
   /** True while the user is enabled and, for an API-key login, the key unrevoked. */
   isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
+  /**
+   * Called after the identities changed (the users file was reloaded, by
+   * this instance's watcher or a caller): `isActive` may answer differently
+   * from now on, so whatever holds an identity open (a WebSocket tunnel)
+   * asks again. Returns the function that removes the listener.
+   */
+  onChange(listener: () => void): () => void;
   close(): Promise<void>;
 }

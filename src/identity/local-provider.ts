@@ -8,6 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
+import { Listeners } from '../store/listeners.js';
 import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
 import type { Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
@@ -45,6 +46,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   readonly #dummyHash: string;
   #snapshot: Snapshot;
   #fileWatch: FileWatch | undefined;
+  readonly #changed: Listeners<void>;
   #closed = false;
   #readsStarted = 0;
   #readApplied = 0;
@@ -55,6 +57,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     this.#logger = logger;
     this.#dummyHash = dummyHash;
     this.#snapshot = buildSnapshot(data);
+    this.#changed = new Listeners<void>('identities changed', logger);
   }
 
   /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
@@ -96,12 +99,20 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
    */
   async reload(): Promise<boolean> {
     const applied = await this.#read();
-    if (!this.#closed) this.emit('reload', applied);
+    if (!this.#closed) {
+      if (applied) this.#changed.emit();
+      this.emit('reload', applied);
+    }
     return applied;
+  }
+
+  onChange(listener: () => void): () => void {
+    return this.#changed.add(listener);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#changed.clear();
     await this.#fileWatch?.close();
     this.#fileWatch = undefined;
   }

@@ -1,31 +1,25 @@
 // The hot path: every request that is not one of the gateway's own endpoints.
 // It runs on the raw node:http request, outside Fastify, so it pays only for
-// what it does: normalise and route, check the bearer token (a synchronous
-// cache hit in the common case), rewrite headers, stream both ways.
+// what it does: admission (normalise and route, check the bearer token — a
+// synchronous cache hit in the common case), rewrite headers, stream both ways.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { PassThrough, type Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { bearerToken } from '../auth/bearer.js';
-import type { Principal } from '../auth/principal.js';
-import { diagnosticsJson } from '../http/diagnostics.js';
+import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
 import { gatehouseError, type GatehouseError } from '../http/errors.js';
-import { toGatehouseError } from '../http/error-handler.js';
-import { isGatewayPath } from '../http/gateway-paths.js';
 import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import type { AsyncCapture } from '../requests/async-capture.js';
+import type { Admission, Admitted } from './admission.js';
 import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
-import type { ProxyRoutes } from './proxy-routes.js';
-import { resolveRoute, type CompiledRoute } from './route-table.js';
 import { isConnectFailure } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { UpstreamTarget } from './upstream-pool.js';
 
 export interface ProxyHandlerOptions {
-  routes: () => ProxyRoutes;
-  bearer: BearerAuthenticator;
+  admission: Admission;
+  /** For the response headers; the request's come from admission. */
   headers: HeaderPolicy;
   engine: ForwardingEngine;
   logger: Logger;
@@ -35,18 +29,14 @@ export interface ProxyHandlerOptions {
   capture?: AsyncCapture;
 }
 
-interface Exchange {
+interface Exchange extends Admitted {
   req: IncomingMessage;
   res: ServerResponse;
   /** As the client sent it (the engine may rewrite req.url). */
   url: string;
   requestId: string;
-  /** The routes the request was matched against: its pool comes from the same set, even if a reload lands meanwhile. */
-  routes?: ProxyRoutes;
   started: number;
-  route?: CompiledRoute;
   target?: UpstreamTarget;
-  principal?: Principal | null;
 }
 
 export class ProxyHandler {
@@ -64,51 +54,29 @@ export class ProxyHandler {
     const exchange: Exchange = { req, res, url: req.url ?? '/', requestId: requestIdOf(req), started: performance.now() };
     if (this.#accessLogger !== null) res.once('close', () => this.#accessLog(exchange));
     try {
-      this.#route(exchange);
+      const pending = this.#options.admission.admit(req, exchange);
+      if (pending === undefined) this.#admitted(exchange);
+      else {
+        pending
+          .then(() => this.#admitted(exchange), (error: unknown) => this.#fail(exchange, error))
+          // Never an unhandled rejection (it would take the process down).
+          .catch((error: unknown) => this.#fail(exchange, error));
+      }
     } catch (error) {
       this.#fail(exchange, error);
     }
   };
 
-  #route(exchange: Exchange): void {
-    const { req } = exchange;
-    const routes = this.#options.routes();
-    exchange.routes = routes;
-    const { route, target, upstreamPath } = resolveRoute(routes.table, req.method ?? 'GET', req.headers.host, exchange.url);
-    // A gateway endpoint reached through dot segments or doubled slashes is
-    // not proxied (the gateway's own paths are never a backend's).
-    if (isGatewayPath(target.path)) throw gatehouseError('invalid_request', { reason: 'path is not in canonical form' });
-    exchange.route = route;
-    const limit = route.config.bodyLimitBytes;
-    if (limit !== undefined && declaredLengthExceeds(req, limit)) throw gatehouseError('payload_too_large');
-
-    if (route.config.auth === 'none') {
-      exchange.principal = null;
-      this.#forward(exchange, upstreamPath);
-      return;
-    }
-    const checked = this.#options.bearer.authenticate(bearerToken(req.headers));
-    if (checked instanceof Promise) {
-      checked
-        .then(
-          (principal) => {
-            exchange.principal = principal;
-            this.#forward(exchange, upstreamPath);
-          },
-          (error: unknown) => this.#fail(exchange, error),
-        )
-        // Never an unhandled rejection (it would take the process down).
-        .catch((error: unknown) => this.#fail(exchange, error));
-    } else {
-      exchange.principal = checked;
-      this.#forward(exchange, upstreamPath);
-    }
+  #admitted(exchange: Exchange): void {
+    const limit = exchange.route?.config.bodyLimitBytes;
+    if (limit !== undefined && declaredLengthExceeds(exchange.req, limit)) throw gatehouseError('payload_too_large');
+    this.#forward(exchange);
   }
 
   /** `failed`: the targets this request already failed to connect to (created on the first failure only). */
-  #forward(exchange: Exchange, upstreamPath: string, failed?: Set<UpstreamTarget>): void {
-    const { req, res, route, routes } = exchange;
-    if (!route || !routes || res.destroyed) return;
+  #forward(exchange: Exchange, failed?: Set<UpstreamTarget>): void {
+    const { req, res, route, routes, upstreamPath } = exchange;
+    if (!route || !routes || upstreamPath === undefined || res.destroyed) return;
     const pool = routes.pool(route);
     const now = Date.now();
     const target = pool.pick(now, failed);
@@ -118,12 +86,7 @@ export class ProxyHandler {
     }
     exchange.target = target;
     const { config } = route;
-    const headers = this.#options.headers.requestHeaders(req, {
-      forwardAuthorization: config.forwardAuthorization,
-      principal: exchange.principal ?? null,
-      requestId: exchange.requestId,
-      host: req.headers.host ?? '',
-    });
+    const headers = this.#options.admission.upstreamHeaders(req, exchange, exchange.requestId);
     const body = config.bodyLimitBytes !== undefined && hasBody(req)
       ? bodyLimiter(req, config.bodyLimitBytes, () => this.#fail(exchange, gatehouseError('payload_too_large')))
       : req;
@@ -156,7 +119,7 @@ export class ProxyHandler {
         // Nothing reached the target: a request without a body can go to the next one.
         const tried = failed ?? new Set<UpstreamTarget>();
         tried.add(target);
-        if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, upstreamPath, tried);
+        if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, tried);
         else this.#fail(exchange, error);
       })
       // Whatever throws in there answers this request; it must never become
@@ -199,17 +162,7 @@ export class ProxyHandler {
       res.destroy();
       return;
     }
-    const body = diagnosticsJson(gatehouse);
-    const headers: OutgoingHttpHeaders = {
-      ...gatehouse.headers,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'x-request-id': exchange.requestId,
-    };
-    // An unread request body would otherwise be drained or stall the connection.
-    if (hasBody(req) && !req.readableEnded) headers.connection = 'close';
-    res.writeHead(gatehouse.status, headers);
-    res.end(body);
+    writeErrorResponse(res, gatehouse, exchange.requestId, hasBody(req) && !req.readableEnded);
   }
 
   #accessLog(exchange: Exchange): void {

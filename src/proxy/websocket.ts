@@ -1,136 +1,100 @@
-// WebSocket upgrades: routed, normalised and authenticated exactly like any
-// proxied request, then tunnelled by http-proxy. Browsers cannot set an
-// Authorization header on a WebSocket, so the token may also come as a
-// subprotocol `gatehouse.bearer.<token>` (stripped before forwarding; offer
-// your real subprotocol beside it; offered alone, it is the one accepted, as
-// browsers require one back). A tunnel is closed when its session is revoked,
-// unless the route says otherwise when its token expires, and, public routes'
-// too, when the gateway stops. The upstream handshake has the route's connect
-// and response timeouts, which http-proxy does not apply to upgrades.
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
+// WebSocket upgrades: admitted exactly like any proxied request (admission.ts:
+// route, path checks, bearer check, identity headers), then tunnelled on `ws`.
+// The gateway opens the WebSocket to the upstream first and accepts the
+// client's only once the upstream has accepted it, so every refusal — the
+// gateway's own, or the upstream's — reaches the client as an HTTP answer.
+// The token may also come as a subprotocol (websocket-subprotocols.ts). Open
+// tunnels are kept by tunnel-registry.ts, which ends each with its session.
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import httpProxy from 'http-proxy';
 import type { Logger } from 'pino';
+import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { bearerToken } from '../auth/bearer.js';
-import type { Principal } from '../auth/principal.js';
-import { diagnosticsJson } from '../http/diagnostics.js';
-import { toGatehouseError } from '../http/error-handler.js';
+import { responseHead, toGatehouseError, writeErrorToSocket } from '../http/error-response.js';
 import { gatehouseError } from '../http/errors.js';
-import { isGatewayPath } from '../http/gateway-paths.js';
+import type { IdentityProvider } from '../identity/identity-provider.js';
 import { redactUrl } from '../observability/logger.js';
-import { requestId as requestIdOf } from '../observability/request-id.js';
-import type { ProxyRoutes } from './proxy-routes.js';
-import { resolveRoute, type CompiledRoute } from './route-table.js';
-import { CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError, isConnectFailure, upstreamError } from './upstream-errors.js';
+import { REQUEST_ID_HEADER, requestId as requestIdOf } from '../observability/request-id.js';
+import type { Admission, Admitted } from './admission.js';
+import { TunnelRegistry, type Tunnel } from './tunnel-registry.js';
+import { isConnectFailure, upstreamError } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
-import type { UpstreamPool, UpstreamTarget } from './upstream-pool.js';
+import type { UpstreamTarget } from './upstream-pool.js';
+import { endTunnel, relay } from './websocket-relay.js';
+import { subprotocols } from './websocket-subprotocols.js';
+import { dialUpstream, type UpstreamAnswer } from './websocket-upstream.js';
 
-export const SUBPROTOCOL_TOKEN_PREFIX = 'gatehouse.bearer.';
+/** The largest message carried either way (`ws`'s default); a larger one closes the tunnel with 1009. */
+const MAX_MESSAGE_BYTES = 100 * 1024 * 1024;
+/** How long a side gets to answer a close frame before its connection is cut. */
+const CLOSE_TIMEOUT_MS = 1_000;
 
 export interface WebSocketProxyOptions {
-  routes: () => ProxyRoutes;
+  admission: Admission;
+  /** Whose session ends are announced to the tunnels. */
   bearer: BearerAuthenticator;
+  /** Whose changes (a user disabled, a key revoked) are announced to the tunnels. */
+  identity: IdentityProvider;
+  /** For the upstream's answer to the client (its 101's extra headers, or its refusal). */
   headers: HeaderPolicy;
   logger: Logger;
 }
 
-interface Tunnel {
-  client: Duplex;
-  route: CompiledRoute;
-  requestId: string;
+/** One upgrade, from the request to the end of its tunnel; admission writes into it too. */
+interface Upgrade extends Admitted {
+  readonly req: IncomingMessage;
+  readonly socket: Duplex;
+  readonly head: Buffer;
+  readonly requestId: string;
   /** As the client sent it, for the log. */
-  url: string;
-  started: number;
-  /** The token subprotocol exactly as offered, when it was the only subprotocol offered. */
+  readonly url: string;
+  readonly started: number;
+  /** The client's subprotocols but the token's, for the upstream. */
+  protocols: string[];
+  /** The token's subprotocol, accepted in the upstream's stead when it was the only one offered. */
   echoProtocol: string | undefined;
-  pool: UpstreamPool;
-  target: UpstreamTarget;
-  sub?: string;
-  /** The handshake with the upstream, until it answers. */
-  proxyReq?: ClientRequest;
-  upstream?: Duplex;
-  /** 101 once tunnelled; the refusal's status otherwise. */
+  target?: UpstreamTarget;
+  /** 101 once tunnelled, the upstream's status when it refused; unset when the client left first. */
   status?: number;
-  sid?: string;
-  expiryTimer?: NodeJS.Timeout;
 }
 
-const TUNNEL = Symbol('gatehouse.tunnel');
-type TunnelledRequest = IncomingMessage & { [TUNNEL]?: Tunnel };
-
-/** The longest a timer may wait (setTimeout's 32-bit limit). */
-const MAX_TIMER_MS = 2_147_483_647;
+/** What the client's 101 says, decided by the upstream's; read by `ws` while it accepts. */
+interface Acceptance {
+  readonly upgrade: Upgrade;
+  readonly protocol: string | false;
+  readonly headerLines: string[];
+}
 
 export class WebSocketProxy {
   readonly #options: WebSocketProxyOptions;
-  readonly #proxy = httpProxy.createProxyServer({ xfwd: false, prependPath: false, changeOrigin: false, ws: true });
-  /** Every tunnel from its handshake with the upstream until its client socket closes, public routes' too. */
-  readonly #tunnels = new Set<Tunnel>();
-  readonly #bySession = new Map<string, Set<Tunnel>>();
-  readonly #stopListening: () => void;
+  readonly #server: WebSocketServer;
+  readonly #accepting = new WeakMap<IncomingMessage, Acceptance>();
+  /** Upgrades waiting for the upstream's answer; ended with the gateway. */
+  readonly #dialing = new Set<Upgrade>();
+  readonly #tunnels: TunnelRegistry;
   #closed = false;
 
   constructor(options: WebSocketProxyOptions) {
     this.#options = options;
-    this.#stopListening = options.bearer.onSessionEnded((sid) => this.#closeSession(sid));
-    // Runs before http-proxy's own listeners on the upstream handshake.
-    this.#proxy.on('proxyReqWs', (proxyReq, req) => {
-      const tunnel = (req as TunnelledRequest)[TUNNEL];
-      if (!tunnel) return;
-      tunnel.proxyReq = proxyReq;
-      // http-proxy applies no timeout to an upgrade: an upstream that accepts
-      // the connection and never answers would hold the client forever.
-      const { connectTimeoutMs, responseTimeoutMs } = tunnel.route.config;
-      let timer: NodeJS.Timeout | undefined;
-      let answered = false;
-      const arm = (code: typeof CONNECT_TIMEOUT | typeof RESPONSE_TIMEOUT, ms: number) => {
-        clearTimeout(timer);
-        if (!answered) timer = setTimeout(() => proxyReq.destroy(new UpstreamTimeoutError(code, ms)), ms);
-      };
-      const disarm = () => {
-        answered = true;
-        clearTimeout(timer);
-      };
-      arm(CONNECT_TIMEOUT, connectTimeoutMs);
-      proxyReq.once('socket', (socket: Socket) => {
-        if (socket.connecting) socket.once('connect', () => arm(RESPONSE_TIMEOUT, responseTimeoutMs));
-        else arm(RESPONSE_TIMEOUT, responseTimeoutMs);
-      });
-      proxyReq.once('error', disarm);
-      proxyReq.once('close', disarm);
-      proxyReq.once('response', (res: IncomingMessage) => {
-        disarm();
-        tunnel.pool.markUp(tunnel.target);
-        tunnel.status = res.statusCode;
-      });
-      proxyReq.once('upgrade', (res: IncomingMessage, upstreamSocket: Duplex) => {
-        disarm();
-        tunnel.pool.markUp(tunnel.target);
-        tunnel.proxyReq = undefined;
-        tunnel.status = 101;
-        // Browsers fail a handshake that offered subprotocols and got none
-        // back; the token's subprotocol was the only one offered, so it is
-        // the one to accept (the client's own token, back to the client).
-        if (tunnel.echoProtocol !== undefined && res.headers['sec-websocket-protocol'] === undefined) {
-          res.headers['sec-websocket-protocol'] = tunnel.echoProtocol;
-        }
-        if (tunnel.client.destroyed) {
-          upstreamSocket.destroy();
-          return;
-        }
-        tunnel.upstream = upstreamSocket;
-        // Both ends close together, however either goes.
-        upstreamSocket.once('close', () => tunnel.client.destroy());
-      });
+    const serverOptions: ServerOptions & { closeTimeout: number } = {
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      autoPong: false,
+      maxPayload: MAX_MESSAGE_BYTES,
+      closeTimeout: CLOSE_TIMEOUT_MS,
+      handleProtocols: (_offered, req) => this.#accepting.get(req)?.protocol ?? false,
+    };
+    this.#server = new WebSocketServer(serverOptions);
+    this.#server.on('headers', (lines: string[], req: IncomingMessage) => {
+      lines.push(...(this.#accepting.get(req)?.headerLines ?? []));
     });
-    // http-proxy reports tunnel failures here when no callback took them.
-    this.#proxy.on('error', (error, _req, socket) => {
-      options.logger.debug({ err: error }, 'websocket tunnel error');
-      (socket as unknown as Duplex)?.destroy?.();
+    // The client's handshake itself is broken (a bad Sec-WebSocket-Key…): answered like any refusal.
+    this.#server.on('wsClientError', (error: Error, _socket: Duplex, req: IncomingMessage) => {
+      const acceptance = this.#accepting.get(req);
+      if (acceptance) this.#refuse(acceptance.upgrade, gatehouseError('invalid_request', { reason: error.message, cause: error }));
     });
+    this.#tunnels = new TunnelRegistry({ sessions: options.bearer, identity: options.identity, logger: options.logger });
   }
 
   get openTunnels(): number {
@@ -139,246 +103,173 @@ export class WebSocketProxy {
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
-    const requestId = requestIdOf(req);
-    const url = req.url ?? '/';
-    const started = performance.now();
-    let route: CompiledRoute | undefined;
     // Shutting down: the listener is closing, nothing new is tunnelled.
     if (this.#closed) {
       socket.destroy();
       return;
     }
+    const { token, protocols, echoProtocol } = subprotocols(req.headers);
+    const upgrade: Upgrade = { req, socket, head, requestId: requestIdOf(req), url: req.url ?? '/', started: performance.now(), protocols, echoProtocol };
     try {
-      // Node hands every Upgrade request here; http-proxy would drop anything
-      // but a WebSocket one without a word.
+      // Node hands every Upgrade request here, not only WebSocket ones.
       if (req.method !== 'GET' || req.headers.upgrade?.toLowerCase() !== 'websocket') {
         throw gatehouseError('invalid_request', { reason: 'only WebSocket upgrades (GET, Upgrade: websocket) are proxied' });
       }
-      // One snapshot for the whole upgrade: a reload while the token is
-      // checked must not leave it with a route the new table does not know.
-      const routes = this.#options.routes();
-      const resolved = resolveRoute(routes.table, req.method, req.headers.host, url);
-      const { target, upstreamPath } = resolved;
-      if (isGatewayPath(target.path)) throw gatehouseError('route_not_found');
-      route = resolved.route;
-      const { token, protocols, echoProtocol } = tokenAndProtocols(req);
-      const context = { routes, route, upstreamPath, protocols, echoProtocol, requestId, url, started };
-      const refusal = { requestId, url, started, route };
-      const proceed = (principal: Principal | null) => {
-        try {
-          this.#tunnel(req, socket, head, { ...context, principal });
-        } catch (error) {
-          this.#refuse(socket, error, refusal);
-        }
-      };
-      if (route.config.auth === 'none') {
-        proceed(null);
-        return;
-      }
-      const checked = this.#options.bearer.authenticate(token ?? bearerToken(req.headers));
-      if (checked instanceof Promise) checked.then(proceed, (error: unknown) => this.#refuse(socket, error, refusal));
-      else proceed(checked);
+      const pending = this.#options.admission.admit(req, upgrade, token);
+      if (pending === undefined) this.#dial(upgrade);
+      else pending.then(() => this.#dial(upgrade), (error: unknown) => this.#refuse(upgrade, error));
     } catch (error) {
-      this.#refuse(socket, error, { requestId, url, started, route });
+      this.#refuse(upgrade, error);
     }
   };
 
-  #tunnel(
-    req: IncomingMessage,
-    socket: Duplex,
-    head: Buffer,
-    context: {
-      routes: ProxyRoutes;
-      route: CompiledRoute;
-      upstreamPath: string;
-      principal: Principal | null;
-      protocols: string | undefined;
-      echoProtocol: string | undefined;
-      requestId: string;
-      url: string;
-      started: number;
-    },
-  ): void {
-    if (socket.destroyed) return;
+  /** Closes every tunnel, public routes' included, and gives up the handshakes under way. */
+  close(): void {
+    this.#closed = true;
+    this.#tunnels.close();
+    for (const upgrade of this.#dialing) upgrade.socket.destroy();
+    this.#server.close();
+  }
+
+  #dial(upgrade: Upgrade): void {
+    const { socket, route, routes, upstreamPath } = upgrade;
+    if (socket.destroyed || route === undefined || routes === undefined || upstreamPath === undefined) return;
     if (this.#closed) {
       socket.destroy();
       return;
     }
-    const { routes, route, upstreamPath, principal, protocols, echoProtocol, requestId, url, started } = context;
-    const pool = routes.pool(route);
-    const target = pool.pick(Date.now());
-    if (!target) throw gatehouseError('upstream_unreachable', { reason: 'no upstream target is available' });
-    const headers: OutgoingHttpHeaders = this.#options.headers.requestHeaders(req, {
-      forwardAuthorization: route.config.forwardAuthorization,
-      principal,
-      requestId,
-      host: req.headers.host ?? '',
-    });
-    headers.connection = 'Upgrade';
-    headers.upgrade = req.headers.upgrade ?? 'websocket';
-    if (protocols) headers['sec-websocket-protocol'] = protocols;
-    else delete headers['sec-websocket-protocol'];
-    req.headers = headers as IncomingMessage['headers'];
-    req.url = upstreamPath;
-
-    const tunnel: Tunnel = { client: socket, route, requestId, url, started, echoProtocol, pool, target };
-    this.#tunnels.add(tunnel);
-    if (principal) this.#track(tunnel, principal, route.config.closeWebSocketOnExpiry);
-    socket.once('close', () => {
-      this.#untrack(tunnel);
-      // A client gone before the upstream answered: abandon the handshake.
-      tunnel.proxyReq?.destroy();
-      tunnel.upstream?.destroy();
-      this.#accessLog(tunnel);
-    });
-
-    (req as TunnelledRequest)[TUNNEL] = tunnel;
-    this.#proxy.ws(
-      req,
-      socket,
-      head,
-      { target: { protocol: target.protocol, hostname: target.hostname, host: target.hostname, port: target.port } } as httpProxy.ServerOptions,
-      (error: Error) => {
+    try {
+      const pool = routes.pool(route);
+      const target = pool.pick(Date.now());
+      if (!target) throw gatehouseError('upstream_unreachable', { reason: 'no upstream target is available' });
+      upgrade.target = target;
+      const { connectTimeoutMs, responseTimeoutMs } = route.config;
+      const headers = this.#options.admission.upstreamHeaders(upgrade.req, upgrade, upgrade.requestId);
+      const handshake = dialUpstream(
+        { target, path: upstreamPath, headers, protocols: upgrade.protocols, connectTimeoutMs, responseTimeoutMs },
+        { maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS },
+      );
+      // A client gone before the upstream answered: the handshake is abandoned.
+      const clientGone = () => {
+        this.#dialing.delete(upgrade);
+        handshake.abandon();
+        this.#accessLog(upgrade);
+      };
+      this.#dialing.add(upgrade);
+      socket.once('close', clientGone);
+      const answered = (answer: UpstreamAnswer) => {
+        this.#dialing.delete(upgrade);
+        socket.off('close', clientGone);
+        pool.markUp(target);
+        if (answer.accepted) this.#accept(upgrade, answer.upstream, answer.headers);
+        else this.#passOn(upgrade, answer.response, handshake.abandon);
+      };
+      const failed = (error: unknown) => {
         // Passive health as for HTTP: the next upgrades skip a target that refused.
-        // (No retry here: http-proxy ends the client socket after this callback.)
+        // (No retry: the client's handshake is not replayed on another target.)
         if (isConnectFailure(error)) pool.markDown(target, Date.now());
-        // The client went first (its close abandoned the handshake): nothing to answer.
         if (socket.destroyed) return;
-        const gatehouse = upstreamError(error);
-        if (!gatehouse.expose) {
-          this.#options.logger.error({ err: error, reqId: requestId, code: gatehouse.code, upstream: target.origin, route: route.name }, 'websocket upgrade failed');
-        }
-        tunnel.status ??= gatehouse.status;
-        writeRefusal(socket, gatehouse, requestId);
-      },
-    );
-  }
-
-  #track(tunnel: Tunnel, principal: Principal, closeOnExpiry: boolean): void {
-    tunnel.sid = principal.sid;
-    tunnel.sub = principal.sub;
-    let tunnels = this.#bySession.get(principal.sid);
-    if (!tunnels) this.#bySession.set(principal.sid, (tunnels = new Set()));
-    tunnels.add(tunnel);
-    if (closeOnExpiry) {
-      const ms = Math.max(0, Math.min(principal.expiresAtMs - Date.now(), MAX_TIMER_MS));
-      tunnel.expiryTimer = setTimeout(() => {
-        this.#options.logger.info({ sid: principal.sid, reqId: tunnel.requestId }, 'websocket closed: its token expired');
-        close(tunnel);
-      }, ms);
-      tunnel.expiryTimer.unref();
+        this.#dialing.delete(upgrade);
+        socket.off('close', clientGone);
+        this.#refuse(upgrade, upstreamError(error));
+      };
+      handshake.answer.then(answered, failed).catch((error: unknown) => this.#refuse(upgrade, error));
+    } catch (error) {
+      this.#refuse(upgrade, error);
     }
   }
 
-  #untrack(tunnel: Tunnel): void {
-    this.#tunnels.delete(tunnel);
-    clearTimeout(tunnel.expiryTimer);
-    if (!tunnel.sid) return;
-    const tunnels = this.#bySession.get(tunnel.sid);
-    tunnels?.delete(tunnel);
-    if (tunnels?.size === 0) this.#bySession.delete(tunnel.sid);
+  /** The upstream accepted: the client's WebSocket is accepted with the upstream's subprotocol, and the two are joined. */
+  #accept(upgrade: Upgrade, upstream: WebSocket, upstreamHeaders: IncomingHttpHeaders): void {
+    const { req, socket, head } = upgrade;
+    if (socket.destroyed || this.#closed) {
+      upstream.terminate();
+      socket.destroy();
+      return;
+    }
+    // Browsers fail a handshake that offered subprotocols and got none back;
+    // the token's was the only one offered, so it is the one to accept.
+    const protocol = upstream.protocol || (upgrade.echoProtocol ?? false);
+    this.#accepting.set(req, { upgrade, protocol, headerLines: this.#extraHeaderLines(upstreamHeaders, upgrade.requestId) });
+    let client = undefined as WebSocket | undefined;
+    try {
+      this.#server.handleUpgrade(req, socket, head, (accepted) => (client = accepted));
+    } finally {
+      this.#accepting.delete(req);
+    }
+    // Refused (wsClientError answered it and logged the refusal), or the client's socket was gone.
+    if (client === undefined) {
+      upstream.terminate();
+      if (upgrade.status === undefined) this.#accessLog(upgrade);
+      return;
+    }
+    upgrade.status = 101;
+    relay(client, upstream);
+    const accepted = client;
+    const tunnel: Tunnel = { principal: upgrade.principal ?? null, end: (reason) => endTunnel(accepted, upstream, reason) };
+    const forget = this.#tunnels.add(tunnel, upgrade.route?.config.closeWebSocketOnExpiry ?? true);
+    accepted.once('close', () => {
+      forget();
+      this.#accessLog(upgrade);
+    });
   }
 
-  #closeSession(sid: string): void {
-    const tunnels = this.#bySession.get(sid);
-    if (!tunnels) return;
-    this.#options.logger.info({ sid, tunnels: tunnels.size }, 'websockets closed: their session ended');
-    for (const tunnel of [...tunnels]) close(tunnel);
+  /** The upstream answered with something else than 101: the client gets that answer, as HTTP would. */
+  #passOn(upgrade: Upgrade, response: IncomingMessage, abandon: () => void): void {
+    const { socket } = upgrade;
+    upgrade.status = response.statusCode;
+    socket.once('close', () => {
+      abandon();
+      this.#accessLog(upgrade);
+    });
+    const headers = this.#options.headers.responseHeaders(response.headers);
+    headers[REQUEST_ID_HEADER] = upgrade.requestId;
+    headers.connection = 'close';
+    socket.write(responseHead(response.statusCode ?? 502, headers));
+    response.once('error', () => socket.destroy());
+    response.pipe(socket);
   }
 
-  /** One line per upgrade, as the proxy's access log has per request; never the token. */
-  #accessLog(tunnel: Tunnel): void {
-    this.#options.logger.info(
-      {
-        reqId: tunnel.requestId,
-        method: 'GET',
-        url: redactUrl(tunnel.url),
-        status: tunnel.status,
-        route: tunnel.route.name,
-        upstream: tunnel.target.origin,
-        sub: tunnel.sub,
-        durationMs: Math.round(performance.now() - tunnel.started),
-      },
-      'proxied websocket',
-    );
+  /** The upstream's 101 headers worth passing on (cookies, say); `ws` writes the handshake's own. */
+  #extraHeaderLines(upstreamHeaders: IncomingHttpHeaders, requestId: string): string[] {
+    const headers = this.#options.headers.responseHeaders(upstreamHeaders);
+    const lines: string[] = [];
+    for (const [name, value] of Object.entries(headers)) {
+      if (value === undefined || name.startsWith('sec-websocket-') || name === REQUEST_ID_HEADER) continue;
+      for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
+    }
+    lines.push(`${REQUEST_ID_HEADER}: ${requestId}`);
+    return lines;
   }
 
-  #refuse(socket: Duplex, error: unknown, context: { requestId: string; url: string; started: number; route?: CompiledRoute }): void {
+  #refuse(upgrade: Upgrade, error: unknown): void {
     const gatehouse = toGatehouseError(error);
     if (!gatehouse.expose) {
-      this.#options.logger.error({ err: gatehouse.cause ?? gatehouse, reqId: context.requestId, code: gatehouse.code }, 'websocket upgrade failed');
+      this.#options.logger.error(
+        { err: gatehouse.cause ?? gatehouse, reqId: upgrade.requestId, code: gatehouse.code, upstream: upgrade.target?.origin, route: upgrade.route?.name },
+        'websocket upgrade failed',
+      );
     }
-    this.#options.logger.info(
-      {
-        reqId: context.requestId,
-        method: 'GET',
-        url: redactUrl(context.url),
-        status: gatehouse.status,
-        route: context.route?.name,
-        reason: gatehouse.expose ? gatehouse.reason : undefined,
-        durationMs: Math.round(performance.now() - context.started),
-      },
-      'websocket upgrade refused',
-    );
-    writeRefusal(socket, gatehouse, context.requestId);
+    upgrade.status = gatehouse.status;
+    this.#options.logger.info({ ...this.#lineOf(upgrade), reason: gatehouse.expose ? gatehouse.reason : undefined }, 'websocket upgrade refused');
+    writeErrorToSocket(upgrade.socket, gatehouse, upgrade.requestId);
   }
 
-  /** Closes every tunnel, public routes' included, and refuses upgrades still being checked. */
-  close(): void {
-    this.#closed = true;
-    this.#stopListening();
-    for (const tunnel of [...this.#tunnels]) close(tunnel);
-    this.#proxy.close();
+  /** One line per upgrade the upstream answered (or the client left), as the proxy's access log has per request. */
+  #accessLog(upgrade: Upgrade): void {
+    this.#options.logger.info({ ...this.#lineOf(upgrade), sub: upgrade.principal?.sub }, 'proxied websocket');
   }
-}
 
-function close(tunnel: Tunnel): void {
-  tunnel.proxyReq?.destroy();
-  tunnel.upstream?.destroy();
-  tunnel.client.destroy();
-}
-
-/**
- * The token from a `gatehouse.bearer.<token>` subprotocol, the other
- * subprotocols to pass on, and the token's subprotocol to accept in their
- * stead when there are none.
- */
-function tokenAndProtocols(req: IncomingMessage): { token: string | undefined; protocols: string | undefined; echoProtocol: string | undefined } {
-  const header = req.headers['sec-websocket-protocol'];
-  if (!header) return { token: undefined, protocols: undefined, echoProtocol: undefined };
-  let token: string | undefined;
-  let tokenProtocol: string | undefined;
-  const rest: string[] = [];
-  for (const entry of header.split(',')) {
-    const protocol = entry.trim();
-    if (protocol.startsWith(SUBPROTOCOL_TOKEN_PREFIX)) {
-      token = protocol.slice(SUBPROTOCOL_TOKEN_PREFIX.length);
-      tokenProtocol = protocol;
-    } else if (protocol) rest.push(protocol);
+  /** What every line about an upgrade says; never the token. */
+  #lineOf(upgrade: Upgrade): Record<string, unknown> {
+    return {
+      reqId: upgrade.requestId,
+      method: 'GET',
+      url: redactUrl(upgrade.url),
+      status: upgrade.status,
+      route: upgrade.route?.name,
+      upstream: upgrade.target?.origin,
+      durationMs: Math.round(performance.now() - upgrade.started),
+    };
   }
-  return {
-    token,
-    protocols: rest.length > 0 ? rest.join(', ') : undefined,
-    echoProtocol: rest.length === 0 ? tokenProtocol : undefined,
-  };
-}
-
-/** Answers an upgrade that will not be tunnelled with an ordinary HTTP error response. */
-function writeRefusal(socket: Duplex, error: unknown, requestId: string): void {
-  if (socket.destroyed) return;
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const gatehouse = toGatehouseError(error);
-  const body = diagnosticsJson(gatehouse);
-  const headers: Record<string, string | number> = {
-    ...gatehouse.headers,
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'x-request-id': requestId,
-    connection: 'close',
-  };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n');
-  socket.end(`HTTP/1.1 ${gatehouse.status} ${STATUS_CODES[gatehouse.status] ?? ''}\r\n${head}\r\n\r\n${body}`);
 }

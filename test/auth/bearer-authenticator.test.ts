@@ -47,6 +47,7 @@ class CountingStore implements Store {
   readonly calls = { createSession: 0, getSession: 0, revokeSession: 0, ping: 0 };
   /** getSession reads that the real store has answered (held ones included). */
   answered = 0;
+  readonly #answers = new Listeners<number>('test answers');
   /** While set, getSession's answer from the real store waits for it. */
   hold: Promise<void> | undefined;
   /** The next getSession fails as a broken connection would. */
@@ -72,6 +73,7 @@ class CountingStore implements Store {
     }
     const session = await this.#inner.getSession(sid);
     this.answered += 1;
+    this.#answers.emit(this.answered);
     await this.hold;
     return session;
   }
@@ -92,6 +94,28 @@ class CountingStore implements Store {
       offInner();
       offOwn();
     };
+  }
+
+  /** Resolves once the real store has answered `count` reads in all. */
+  whenAnswered(count: number): Promise<void> {
+    if (this.answered >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const off = this.#answers.add((answered) => {
+        if (answered < count) return;
+        off();
+        resolve();
+      });
+    });
+  }
+
+  /** Resolves at the next announcement that the revocation feed resumed (after the listeners added before this call). */
+  nextFeedResumed(): Promise<void> {
+    return new Promise((resolve) => {
+      const off = this.onRevocationFeedResumed(() => {
+        off();
+        resolve();
+      });
+    });
   }
 
   /** Announces a resumed feed without taking Redis away (for the race with a first check). */
@@ -314,7 +338,9 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         sid: session.sid,
         tokenType: 'Bearer',
         method: 'pwd',
+        apiKeyId: undefined,
         expiresAtMs: expSeconds(tokens.access_token) * 1000,
+        sessionEndsAtMs: session.expiresAt,
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });
@@ -327,8 +353,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     });
 
     it('a token of an API-key login, naming that method', async () => {
-      const { tokens } = await startSession(parts, store, 'alice', { apiKey: true });
-      expect(await auth.authenticate(tokens.access_token)).toMatchObject({ username: 'alice', method: 'api_key' });
+      const { session, tokens } = await startSession(parts, store, 'alice', { apiKey: true });
+      expect(await auth.authenticate(tokens.access_token)).toMatchObject({ username: 'alice', method: 'api_key', apiKeyId: session.apiKeyId });
     });
   });
 
@@ -500,7 +526,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     store.hold = release.promise;
     const first = auth.authenticate(tokens.access_token);
     // The store has answered that the session is active…
-    await vi.waitFor(() => expect(store.answered).toBe(1));
+    await store.whenAnswered(1);
     // …and the revocation is heard before that answer is used.
     expect(await store.revokeSession(session.sid)).toBe(true);
     store.hold = undefined;
@@ -516,7 +542,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     const release = deferred();
     store.hold = release.promise;
     const first = auth.authenticate(tokens.access_token);
-    await vi.waitFor(() => expect(store.answered).toBe(1));
+    await store.whenAnswered(1);
     store.announceFeedResumed();
     store.hold = undefined;
     release.resolve();
@@ -535,7 +561,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     const release = deferred();
     store.hold = release.promise;
     const first = auth.authenticate(tokens.access_token);
-    await vi.waitFor(() => expect(store.answered).toBe(1));
+    await store.whenAnswered(1);
     parts.clock.ms += 10_000;
     store.hold = undefined;
     release.resolve();
@@ -634,7 +660,7 @@ describe('BearerAuthenticator under a flood of revocations', () => {
       const release = deferred();
       store.hold = release.promise;
       const first = auth.authenticate(tokens.access_token);
-      await vi.waitFor(() => expect(store.answered).toBe(1));
+      await store.whenAnswered(1);
       // More revocations than are remembered: the first ones are forgotten
       // while the check is under way, so it cannot know its session was not among them.
       for (const sid of others) expect(await store.revokeSession(sid)).toBe(true);
@@ -695,9 +721,12 @@ describe('BearerAuthenticator when the revocation feed resumes', () => {
     await auth.authenticate(bob.tokens.access_token);
     expect(auth.size).toBe(2);
 
+    // Heard by the authenticator first: it subscribed when it was built.
+    const resumed = store.nextFeedResumed();
     await server.stop();
     await server.start();
-    await vi.waitFor(() => expect(auth.size).toBe(0), { timeout: 10_000, interval: 50 });
+    await resumed;
+    expect(auth.size).toBe(0);
     const cleared = parts.logs.entries().find((entry) => entry.event === 'bearer_cache_cleared');
     expect(cleared).toMatchObject({ level: 30, dropped: 2 });
 

@@ -2,6 +2,7 @@
 // handshake (and every TCP connection, so a test can prove nothing reached
 // it), a client that reports a refused upgrade instead of throwing, and a raw
 // upgrade request for paths the WHATWG URL parser would normalise.
+import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
@@ -18,7 +19,28 @@ export interface WsUpstream {
   sockets: Set<WebSocket>;
   /** Every message received, as text. */
   received: string[];
+  /** Emits 'close' (code, reason) when the server side of a WebSocket has closed. */
+  events: EventEmitter;
   close(): Promise<void>;
+}
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+/** Resolves once `count` more server-side WebSockets of the upstream have closed, with their codes and reasons. */
+export function upstreamCloses(upstream: WsUpstream, count: number): Promise<Closed[]> {
+  const seen: Closed[] = [];
+  return new Promise((resolve) => {
+    const onClose = (closed: Closed) => {
+      seen.push(closed);
+      if (seen.length < count) return;
+      upstream.events.off('close', onClose);
+      resolve(seen);
+    };
+    upstream.events.on('close', onClose);
+  });
 }
 
 /** Echoes every message back; picks the subprotocol `chat` when it is offered, none otherwise. */
@@ -32,6 +54,7 @@ export async function startWsUpstream(): Promise<WsUpstream> {
     handshakes: [],
     sockets: new Set(),
     received: [],
+    events: new EventEmitter(),
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of upstream.sockets) socket.terminate();
@@ -45,7 +68,10 @@ export async function startWsUpstream(): Promise<WsUpstream> {
     upstream.handshakes.push({ url: req.url ?? '', headers: req.headers });
     wss.handleUpgrade(req, socket, head, (ws) => {
       upstream.sockets.add(ws);
-      ws.on('close', () => upstream.sockets.delete(ws));
+      ws.on('close', (code: number, reason: Buffer) => {
+        upstream.sockets.delete(ws);
+        upstream.events.emit('close', { code, reason: reason.toString() } satisfies Closed);
+      });
       ws.on('message', (data: RawData, isBinary) => {
         upstream.received.push(data.toString());
         ws.send(data, { binary: isBinary });
@@ -101,16 +127,11 @@ export async function roundTrip(ws: WebSocket, text: string): Promise<string> {
   return reply;
 }
 
-/** Resolves with the close code once the socket is closed; rejects when it stays open past `timeoutMs`. */
-export function closedWithin(ws: WebSocket, timeoutMs: number): Promise<number> {
-  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve(1006);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`still open after ${timeoutMs} ms`)), timeoutMs);
-    ws.once('close', (code: number) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-  });
+/** Resolves with the close code and reason once the socket has closed (at once when it has already). */
+export async function closed(ws: WebSocket): Promise<Closed> {
+  if (ws.readyState === WebSocket.CLOSED) return { code: 1006, reason: '' };
+  const [code, reason] = (await once(ws, 'close')) as [number, Buffer];
+  return { code, reason: reason.toString() };
 }
 
 export interface RawUpgradeResponse {

@@ -37,6 +37,7 @@ const ALICE: Principal = {
   tokenType: 'Bearer',
   method: 'pwd',
   expiresAtMs: Date.now() + 600_000,
+  sessionEndsAtMs: Date.now() + 3_600_000,
 };
 
 /** What the gateway sets for ALICE. */

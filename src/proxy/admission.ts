@@ -1,0 +1,98 @@
+// Admission: the one step every proxied request and every WebSocket upgrade
+// passes before anything goes upstream. The request target is normalised and
+// refused when it plays a path trick, the route is matched, the bearer token
+// is checked (the one bearer rule, auth/bearer-authenticator.ts), and the
+// headers the upstream will see are built with the caller's identity. HTTP
+// (proxy-handler.ts) and WebSocket (websocket.ts) both call this module, so
+// what one lets through the other cannot refuse, and the other way round.
+//
+// It runs on the hot path: a token checked before is answered synchronously
+// (no promise), and what admission finds is written into the caller's own
+// record instead of an object of its own, so a request allocates nothing here.
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import { bearerToken } from '../auth/bearer.js';
+import type { Principal } from '../auth/principal.js';
+import { gatehouseError } from '../http/errors.js';
+import { isGatewayPath } from '../http/gateway-paths.js';
+import type { ProxyRoutes } from './proxy-routes.js';
+import { resolveRoute, type CompiledRoute } from './route-table.js';
+import type { HeaderPolicy } from './upstream-headers.js';
+
+export interface AdmissionOptions {
+  /** The routes in force now (reloads swap them whole). */
+  routes: () => ProxyRoutes;
+  bearer: BearerAuthenticator;
+  headers: HeaderPolicy;
+}
+
+/** What admission establishes; the caller's own record carries it (see `admit`). */
+export interface Admitted {
+  /** The routes the request was matched against: its pool comes from the same set, even if a reload lands meanwhile. */
+  routes?: ProxyRoutes;
+  route?: CompiledRoute;
+  /** The normalised, rewritten path with the client's query. */
+  upstreamPath?: string;
+  /** Who is calling; null on an `auth: none` route. */
+  principal?: Principal | null;
+}
+
+export class Admission {
+  readonly #routes: () => ProxyRoutes;
+  readonly #bearer: BearerAuthenticator;
+  readonly #headers: HeaderPolicy;
+
+  constructor(options: AdmissionOptions) {
+    this.#routes = options.routes;
+    this.#bearer = options.bearer;
+    this.#headers = options.headers;
+  }
+
+  /**
+   * Admits the request into `record`, or refuses it with a GatehouseError:
+   * thrown when the answer is known at once, rejected otherwise. Returns
+   * undefined when admission is complete (every refusal by route, path or
+   * cached token, and every cached token's admission, is decided this way),
+   * or a promise when the bearer check has to ask the store first.
+   * `token`: the bearer token when it came some other way than the
+   * Authorization header (a WebSocket subprotocol).
+   */
+  admit(req: IncomingMessage, record: Admitted, token?: string): Promise<void> | undefined {
+    // One snapshot for the whole request: a reload while the token is checked
+    // must not leave it with a route the new table does not know.
+    const routes = this.#routes();
+    record.routes = routes;
+    const { route, target, upstreamPath } = resolveRoute(routes.table, req.method ?? 'GET', req.headers.host, req.url ?? '/');
+    // A gateway endpoint reached through dot segments or doubled slashes is
+    // not proxied (the gateway's own paths are never a backend's).
+    if (isGatewayPath(target.path)) throw gatehouseError('invalid_request', { reason: 'path is not in canonical form' });
+    record.route = route;
+    record.upstreamPath = upstreamPath;
+    if (route.config.auth === 'none') {
+      record.principal = null;
+      return undefined;
+    }
+    const checked = this.#bearer.authenticate(token ?? bearerToken(req.headers));
+    if (!(checked instanceof Promise)) {
+      record.principal = checked;
+      return undefined;
+    }
+    return checked.then((principal) => {
+      record.principal = principal;
+    });
+  }
+
+  /**
+   * The headers to send upstream for an admitted request: the client's,
+   * cleaned of hop-by-hop, spoofed identity and untrusted forwarding headers,
+   * with the gateway's identity headers for its principal.
+   */
+  upstreamHeaders(req: IncomingMessage, admitted: Admitted, requestId: string): OutgoingHttpHeaders {
+    return this.#headers.requestHeaders(req, {
+      forwardAuthorization: admitted.route?.config.forwardAuthorization ?? false,
+      principal: admitted.principal ?? null,
+      requestId,
+      host: req.headers.host ?? '',
+    });
+  }
+}
