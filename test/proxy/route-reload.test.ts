@@ -2,7 +2,7 @@
 // route edits of that file without a restart, refuses a broken edit (saying
 // why, keeping the routes it had), and applies `reloadRoutes()` (what SIGHUP
 // calls) at once.
-import { readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configYaml, startFileGateway, type FileGateway } from '../helpers/config-file.js';
@@ -164,8 +164,15 @@ describe('the watcher and edits that keep size and mtime', () => {
     const before = await stat(gw.configFile);
 
     const next = gw.logs.entries().length;
-    await writeFile(gw.configFile, pad(configYaml([routeA(), routeB()]), size));
-    await utimes(gw.configFile, mtime, mtime);
+    // Rewritten in place, not truncated, and the mtime put back at once: a
+    // poll in between would see a change the edit is meant to hide.
+    const handle = await open(gw.configFile, 'r+');
+    try {
+      await handle.write(pad(configYaml([routeA(), routeB()]), size), 0);
+      await handle.utimes(mtime, mtime);
+    } finally {
+      await handle.close();
+    }
     const after = await stat(gw.configFile);
     expect([after.size, after.mtimeMs, after.ino]).toEqual([before.size, before.mtimeMs, before.ino]);
     await reloaded(next, 2);
