@@ -51,7 +51,20 @@ export class ProxyHandler {
 
   /** The node:http request listener for proxied traffic. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    const exchange: Exchange = { req, res, url: req.url ?? '/', requestId: requestIdOf(req), started: performance.now() };
+    // Every field named up front: the object is created whole, so what
+    // admission and forwarding fill in later needs no property store of its own.
+    const exchange: Exchange = {
+      req,
+      res,
+      url: req.url ?? '/',
+      requestId: requestIdOf(req),
+      started: performance.now(),
+      routes: undefined,
+      route: undefined,
+      upstreamPath: undefined,
+      principal: undefined,
+      target: undefined,
+    };
     if (this.#accessLogger !== null) res.once('close', () => this.#accessLog(exchange));
     try {
       const pending = this.#options.admission.admit(req, exchange);

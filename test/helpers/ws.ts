@@ -19,7 +19,7 @@ export interface WsUpstream {
   sockets: Set<WebSocket>;
   /** Every message received, as text. */
   received: string[];
-  /** Emits 'close' (code, reason) when the server side of a WebSocket has closed. */
+  /** Emits 'close' ({ code, reason, requestId }) when the server side of a WebSocket has closed. */
   events: EventEmitter;
   close(): Promise<void>;
 }
@@ -33,8 +33,8 @@ export interface Closed {
 export function upstreamCloses(upstream: WsUpstream, count: number): Promise<Closed[]> {
   const seen: Closed[] = [];
   return new Promise((resolve) => {
-    const onClose = (closed: Closed) => {
-      seen.push(closed);
+    const onClose = ({ code, reason }: Closed) => {
+      seen.push({ code, reason });
       if (seen.length < count) return;
       upstream.events.off('close', onClose);
       resolve(seen);
@@ -70,7 +70,7 @@ export async function startWsUpstream(): Promise<WsUpstream> {
       upstream.sockets.add(ws);
       ws.on('close', (code: number, reason: Buffer) => {
         upstream.sockets.delete(ws);
-        upstream.events.emit('close', { code, reason: reason.toString() } satisfies Closed);
+        upstream.events.emit('close', { code, reason: reason.toString(), requestId: req.headers['x-request-id'] });
       });
       ws.on('message', (data: RawData, isBinary) => {
         upstream.received.push(data.toString());
@@ -128,6 +128,18 @@ export async function roundTrip(ws: WebSocket, text: string): Promise<string> {
 }
 
 /** Resolves with the close code and reason once the socket has closed (at once when it has already). */
+/** Resolves when the upstream's side of the tunnel whose handshake carried this X-Request-Id has closed. */
+export function upstreamClosed(upstream: WsUpstream, requestId: string): Promise<void> {
+  return new Promise((resolve) => {
+    const onClose = (closed: Closed & { requestId?: string }) => {
+      if (closed.requestId !== requestId) return;
+      upstream.events.off('close', onClose);
+      resolve();
+    };
+    upstream.events.on('close', onClose);
+  });
+}
+
 export async function closed(ws: WebSocket): Promise<Closed> {
   if (ws.readyState === WebSocket.CLOSED) return { code: 1006, reason: '' };
   const [code, reason] = (await once(ws, 'close')) as [number, Buffer];

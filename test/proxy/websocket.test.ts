@@ -10,7 +10,19 @@ import { readUsersFile, revokeApiKey, setDisabled } from '../../src/identity/use
 import { SUBPROTOCOL_TOKEN_PREFIX } from '../../src/proxy/websocket-subprotocols.js';
 import { jwtPayload, login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { changeUsersFile } from '../helpers/users.js';
-import { closed, mustOpen, nextMessage, openWs, rawUpgrade, roundTrip, startWsUpstream, upstreamCloses, type Refused, type WsUpstream } from '../helpers/ws.js';
+import {
+  closed,
+  mustOpen,
+  nextMessage,
+  openWs,
+  rawUpgrade,
+  roundTrip,
+  startWsUpstream,
+  upstreamClosed,
+  upstreamCloses,
+  type Refused,
+  type WsUpstream,
+} from '../helpers/ws.js';
 
 type Diagnostics = { $diagnoses: Array<{ $severity: string; $message: string; $detail: string }> };
 
@@ -248,8 +260,11 @@ describe('WebSocket proxying', () => {
 
   it('logs one line per upgrade, tunnelled or refused', async () => {
     const ws = track(await mustOpen(`${gw.url}/ws/logged?token=secret`, { headers: { ...bearer(tokens.access_token), 'x-request-id': 'ws-log-1' } }));
+    // The line is written as the client's side closes, before the close reaches the upstream.
+    const upstreamSide = upstreamClosed(upstream, 'ws-log-1');
     ws.close();
-    await expect.poll(() => gw.logs.entries().find((e) => e.msg === 'proxied websocket' && e.reqId === 'ws-log-1')).toMatchObject({
+    await upstreamSide;
+    expect(gw.logs.entries().find((e) => e.msg === 'proxied websocket' && e.reqId === 'ws-log-1')).toMatchObject({
       status: 101,
       route: 'ws',
       url: expect.not.stringContaining('secret'),
