@@ -81,6 +81,13 @@ export const RouteSchema = z.strictObject({
   auth: z.enum(['required', 'none']).default('required'),
   forwardAuthorization: z.boolean().default(false),
   allowEncodedSlashes: z.boolean().default(false),
+  /**
+   * Refuse paths a backend could read as another path: `;` parameters,
+   * double encoding, escapes that are not UTF-8, segments ending in `.` or a
+   * space. Off only for a backend that needs such paths; even then a path
+   * that some server would read as another route is refused.
+   */
+  strictPaths: z.boolean().default(true),
   connectTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS),
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
   /** Absent: no limit (bodies stream through; nothing is buffered). */
