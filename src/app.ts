@@ -111,7 +111,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const engine = config.proxy.engine === 'undici'
     ? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget })
     : new HttpProxyEngine(config.proxy.engine);
-  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
+  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   const proxy = new ProxyHandler({ routes: () => routes, bearer, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({

@@ -151,6 +151,14 @@ export const ProxySchema = z.strictObject({
       authMethod: headerName.default(d.DEFAULT_AUTH_METHOD_HEADER),
     })
     .prefault({}),
+  /**
+   * Client headers that backends may receive although the gateway removes
+   * their kind: client addresses (True-Client-IP, CF-Connecting-IP, …), URL
+   * and method overrides (X-Original-URL, X-HTTP-Method-Override, …) and
+   * `x-gatehouse-*` headers it does not set. Name one only when something in
+   * front of the gateway sets it and the backend needs it.
+   */
+  allowClientHeaders: z.array(headerName).default([]),
   /** How long a target that refused connections is skipped before it is tried again. */
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
   /** Keep-alive sockets per upstream target. */
