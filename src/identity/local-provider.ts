@@ -121,7 +121,8 @@ export class LocalIdentityProvider implements IdentityProvider {
     // Digests are cheap; compare first so that every refusal below costs the same.
     const matches = apiKeySecretMatches(secret, key.hash);
     if (!matches || user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
-      this.#logger.debug({ username, apiKeyId: key.id }, 'API key login refused');
+      // Never the username a refused login gave: it may be a password typed into the wrong field.
+      this.#logger.debug({ apiKeyId: key.id }, 'API key login refused');
       return null;
     }
     return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id };
@@ -132,13 +133,13 @@ export class LocalIdentityProvider implements IdentityProvider {
     // Always one scrypt, even for an unknown or disabled user: no timing tells them apart.
     const matches = await verifyPassword(password, user?.record.passwordHash ?? this.#dummyHash);
     if (!user || !matches) {
-      this.#logger.debug({ username }, 'password login refused');
+      this.#logger.debug({ ...(user && { sub: user.record.id }) }, 'password login refused');
       return null;
     }
     // The file may have changed while scrypt ran: a user disabled or removed meanwhile does not get in.
     const current = this.#snapshot.byId.get(user.record.id);
     if (!current || current.record.disabled || user.record.disabled) {
-      this.#logger.debug({ username }, 'password login refused: user disabled');
+      this.#logger.debug({ sub: user.record.id }, 'password login refused: user disabled');
       return null;
     }
     return { sub: user.record.id, username: user.username, method: 'pwd' };
