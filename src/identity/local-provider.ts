@@ -5,10 +5,11 @@
 // half an update. With `watch`, the file is polled: the CLI replaces it by
 // rename, which a watch on the old inode would miss, and polling also notices
 // a file that appears after start.
+import { randomBytes } from 'node:crypto';
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
-import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
+import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
@@ -38,6 +39,8 @@ export class LocalIdentityProvider implements IdentityProvider {
   readonly #logger: Logger;
   /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
   readonly #dummyHash: string;
+  /** Compared in place of a missing API key's digest: the digest of a random secret nobody holds. */
+  readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
   #snapshot: Snapshot;
   #watching = false;
   #closed = false;
@@ -68,11 +71,24 @@ export class LocalIdentityProvider implements IdentityProvider {
     return provider;
   }
 
+  /**
+   * Every login does the same work until it succeeds: one digest comparison
+   * (against a digest nothing matches when the secret names no key) and,
+   * unless it is a valid API key of this user, one scrypt. So an API key with
+   * an existing key id and a wrong secret costs what an unknown key id, an
+   * unknown user or a wrong password costs, and no answer's timing tells
+   * which key ids or users exist.
+   */
   async authenticate(username: string, secret: string): Promise<Identity | null> {
     const snapshot = this.#snapshot;
     const apiKey = parseApiKey(secret);
     const indexedKey = apiKey ? snapshot.byKeyId.get(apiKey.keyId) : undefined;
-    if (apiKey && indexedKey) return this.#authenticateWithApiKey(username, apiKey.secret, indexedKey);
+    const keyMatches = apiKeySecretMatches(apiKey?.secret ?? secret, indexedKey?.key.hash ?? this.#unmatchableDigest);
+    if (keyMatches && indexedKey) {
+      const identity = this.#apiKeyIdentity(username, indexedKey);
+      if (identity) return identity;
+    }
+    // Whatever else it is, it is tried as a password: the scrypt every refusal pays.
     return this.#authenticateWithPassword(username, secret, snapshot);
   }
 
@@ -117,10 +133,8 @@ export class LocalIdentityProvider implements IdentityProvider {
     await this.#reloading;
   }
 
-  #authenticateWithApiKey(username: string, secret: string, { user, key }: IndexedKey): Identity | null {
-    // Digests are cheap; compare first so that every refusal below costs the same.
-    const matches = apiKeySecretMatches(secret, key.hash);
-    if (!matches || user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
+  #apiKeyIdentity(username: string, { user, key }: IndexedKey): Identity | null {
+    if (user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
       // Never the username a refused login gave: it may be a password typed into the wrong field.
       this.#logger.debug({ apiKeyId: key.id }, 'API key login refused');
       return null;
