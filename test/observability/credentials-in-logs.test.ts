@@ -89,6 +89,7 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
     sent.push('mallory-password-1');
     await postJson(`${gw.url}/api/v1/auth/login`, `{"username":"alice","password":"${secret('malformed-body')}"`);
     await postJson(`${gw.url}/api/v1/auth/login`, { username: 'alice', password: 42, note: secret('mistyped-body') });
+    await postJson(`${gw.url}/api/v1/auth/login`, `{"username":"alice","password":"${secret('duplicate-first')}","password":"${secret('duplicate-second')}"}`);
     await postJson(`${gw.url}/api/v1/auth/refresh`, { refresh_token: alice.refresh_token });
     await postJson(`${gw.url}/api/v1/auth/refresh`, { refresh_token: secret('bogus-refresh') });
     for (const [username, password] of [[typedAsUsername, 'x'], ['alice', secret('oauth-wrong-password')], ['alice', 'alice-password-1']]) {
