@@ -13,7 +13,7 @@ const ROUNDS = 7;
 
 const BODIES: Record<string, string> = {
   login: JSON.stringify({ username: 'alice', password: 'correct horse battery staple' }),
-  // ~12 KiB: nested objects and arrays, strings with escapes, below the default 16 KiB limit.
+  // ~9.5 KiB: nested objects and arrays, strings with escapes, below the default 16 KiB limit.
   nested: JSON.stringify({
     items: Array.from({ length: 120 }, (_, i) => ({ id: i, name: `item "${i}"\n`, tags: ['a', 'b'], meta: { owner: 'x', n: i * 1.5 } })),
   }),
