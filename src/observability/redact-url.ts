@@ -11,17 +11,20 @@ import { API_KEY_PREFIX } from '../identity/api-keys.js';
 export const REDACTED = '[REDACTED]';
 
 /** Parameter names holding one of these anywhere are credentials (`access_token`, `X-Amz-Signature`, `PHPSESSID`, `oauth_verifier`…). */
-const SECRET_NAME_PART = /token|pass|secret|key|code|assertion|credential|signature|auth|bearer|jwt|session|sessid|cookie/;
+const SECRET_NAME_PART = /token|pass|secret|key|code|assertion|credential|signature|auth|bearer|jwt|session|sessid|cookie/i;
 /** Names too short to look for inside other words: they count as a whole word only (`sid`, `X-Sig`, `user_pwd`, `userPw`). */
 const SECRET_NAME_WORDS: ReadonlySet<string> = new Set(['sid', 'sig', 'pw', 'pwd', 'pin', 'otp']);
+/** Whether a name may hold one of SECRET_NAME_WORDS at all: most names do not, and skip the split into words. */
+const SECRET_WORD_HINT = /sid|sig|pw|pin|otp/i;
 
 /** A JWT (`eyJ…` header and payload) or a Gatehouse API key, spelt out anywhere in the URL. */
 const CREDENTIAL_SHAPE = new RegExp(`eyJ[\\w-]*\\.[\\w-]+\\.[\\w-]*|${API_KEY_PREFIX}[0-9a-fA-F]{16}_[\\w-]+`, 'g');
 
+/** Anything that may need masking: a query, a parameter, a token or key. Most URLs hold none and come back at once. */
+const MAY_HOLD_CREDENTIALS = new RegExp(`[?;]|%3[Bb]|eyJ|${API_KEY_PREFIX}`);
+
 /** Where a path's parameters start: `;`, also encoded (a backend may decode it before splitting). */
 const PARAMETER_SEPARATOR = /;|%3[Bb]/;
-/** Query pairs are split at `&` and at `;` (as some frameworks do). */
-const QUERY_SEPARATOR = /([&;]|%3[Bb])/;
 
 const MAX_DECODE_ROUNDS = 3;
 
@@ -31,6 +34,7 @@ const USER_INFO = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)[^/?#]*@/;
 /** The URL as logged: credential-like parameter values masked, the rest kept for debugging. */
 export function redactUrl(url: string): string {
   let out = url.charCodeAt(0) === 0x2f ? url : url.replace(USER_INFO, `$1${REDACTED}@`);
+  if (!MAY_HOLD_CREDENTIALS.test(out)) return out;
   if (out.indexOf('eyJ') !== -1 || out.indexOf(API_KEY_PREFIX) !== -1) out = out.replace(CREDENTIAL_SHAPE, REDACTED);
   const q = out.indexOf('?');
   const path = q === -1 ? out : out.slice(0, q);
@@ -46,14 +50,31 @@ function maskSegmentParameters(segment: string): string {
   return segment.slice(0, match.index) + match[0] + maskPairs(segment.slice(match.index + match[0].length));
 }
 
+/** Pairs split at `&`, and at `;` (raw or encoded) as some frameworks do; the text comes back unchanged when nothing is masked. */
 function maskPairs(text: string): string {
-  // The capturing group keeps the separators at the odd indexes.
-  return text.split(QUERY_SEPARATOR).map((piece, index) => (index % 2 === 1 ? piece : maskPair(piece))).join('');
+  let out: string | undefined;
+  let copied = 0;
+  let start = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = text.charCodeAt(i); // NaN past the end: the last pair ends there
+    const separator = c === 0x26 || c === 0x3b || i === text.length ? 1 : c === 0x25 && text.charCodeAt(i + 1) === 0x33 && (text.charCodeAt(i + 2) | 0x20) === 0x62 ? 3 : 0;
+    if (separator === 0) continue;
+    const pair = text.slice(start, i);
+    const masked = maskPair(pair);
+    if (masked !== pair) {
+      out = (out ?? '') + text.slice(copied, start) + masked;
+      copied = i;
+    }
+    start = i + separator;
+    i = start - 1;
+  }
+  return out === undefined ? text : out + text.slice(copied);
 }
 
 function maskPair(pair: string): string {
   const eq = pair.indexOf('=');
   if (eq !== -1) return isCredentialName(pair.slice(0, eq)) ? `${pair.slice(0, eq)}=${REDACTED}` : pair;
+  if (pair.indexOf('%') === -1) return pair;
   // `token%3Dabc`: a backend that decodes before splitting reads `token=abc`.
   const decoded = decodeFully(pair);
   const decodedEq = decoded.indexOf('=');
@@ -61,8 +82,9 @@ function maskPair(pair: string): string {
 }
 
 function isCredentialName(raw: string): boolean {
-  const name = decodeFully(raw);
-  if (SECRET_NAME_PART.test(name.toLowerCase())) return true;
+  const name = raw.indexOf('%') === -1 && raw.indexOf('+') === -1 ? raw : decodeFully(raw);
+  if (SECRET_NAME_PART.test(name)) return true;
+  if (!SECRET_WORD_HINT.test(name)) return false;
   // Words: split at anything not a letter or digit, and where camelCase turns upper.
   for (const word of name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/)) {
     if (SECRET_NAME_WORDS.has(word)) return true;
