@@ -115,7 +115,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const registry = new TargetRegistry();
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
-  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies });
+  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({ routes: () => routes, bearer, headers });
   const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture });

@@ -85,6 +85,13 @@ export const RouteSchema = z.strictObject({
   auth: z.enum(['required', 'none']).default('required'),
   forwardAuthorization: z.boolean().default(false),
   allowEncodedSlashes: z.boolean().default(false),
+  /**
+   * Refuse paths a backend could read as another path: `;` parameters,
+   * double encoding, escapes that are not UTF-8, segments ending in `.` or a
+   * space. Off only for a backend that needs such paths; even then a path
+   * that some server would read as another route is refused.
+   */
+  strictPaths: z.boolean().default(true),
   connectTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS),
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
   /** Absent: no limit (bodies stream through; nothing is buffered). */
@@ -149,6 +156,14 @@ export const ProxySchema = z.strictObject({
     })
     .superRefine((names, ctx): void => checkIdentityHeaders(names, ctx), { when: withoutIssues })
     .prefault({}),
+  /**
+   * Client headers that backends may receive although the gateway removes
+   * their kind: client addresses (True-Client-IP, CF-Connecting-IP, …), URL
+   * and method overrides (X-Original-URL, X-HTTP-Method-Override, …) and
+   * `x-gatehouse-*` headers it does not set. Name one only when something in
+   * front of the gateway sets it and the backend needs it.
+   */
+  allowClientHeaders: z.array(headerName).default([]),
   /** How long a target that refused connections is skipped before it is tried again. */
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
   /** Keep-alive sockets per upstream target. */

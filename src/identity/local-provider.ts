@@ -4,12 +4,13 @@
 // id, and API key id → key), swapped whole on reload, so a login never sees
 // half an update. With `watch`, the file is polled (the CLI replaces it by
 // rename; polling also notices a file that appears after start).
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
-import { apiKeySecretMatches, parseApiKey } from './api-keys.js';
+import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
@@ -44,6 +45,8 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   readonly #logger: Logger;
   /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
   readonly #dummyHash: string;
+  /** Compared in place of a missing API key's digest: the digest of a random secret nobody holds. */
+  readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
   #snapshot: Snapshot;
   #fileWatch: FileWatch | undefined;
   readonly #changed: Listeners<void>;
@@ -75,11 +78,24 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return provider;
   }
 
+  /**
+   * Every login does the same work until it succeeds: one digest comparison
+   * (against a digest nothing matches when the secret names no key) and,
+   * unless it is a valid API key of this user, one scrypt. So an API key with
+   * an existing key id and a wrong secret costs what an unknown key id, an
+   * unknown user or a wrong password costs, and no answer's timing tells
+   * which key ids or users exist.
+   */
   async authenticate(username: string, secret: string): Promise<Identity | null> {
     const snapshot = this.#snapshot;
     const apiKey = parseApiKey(secret);
     const indexedKey = apiKey ? snapshot.byKeyId.get(apiKey.keyId) : undefined;
-    if (apiKey && indexedKey) return this.#authenticateWithApiKey(username, apiKey.secret, indexedKey);
+    const keyMatches = apiKeySecretMatches(apiKey?.secret ?? secret, indexedKey?.key.hash ?? this.#unmatchableDigest);
+    if (keyMatches && indexedKey) {
+      const identity = this.#apiKeyIdentity(username, indexedKey);
+      if (identity) return identity;
+    }
+    // Whatever else it is, it is tried as a password: the scrypt every refusal pays.
     return this.#authenticateWithPassword(username, secret, snapshot);
   }
 
@@ -135,11 +151,10 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     }
   }
 
-  #authenticateWithApiKey(username: string, secret: string, { user, key }: IndexedKey): Identity | null {
-    // Digests are cheap; compare first so that every refusal below costs the same.
-    const matches = apiKeySecretMatches(secret, key.hash);
-    if (!matches || user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
-      this.#logger.debug({ username, apiKeyId: key.id }, 'API key login refused');
+  #apiKeyIdentity(username: string, { user, key }: IndexedKey): Identity | null {
+    if (user.username !== username || !isApiKeyActive(key) || user.record.disabled) {
+      // Never the username a refused login gave: it may be a password typed into the wrong field.
+      this.#logger.debug({ apiKeyId: key.id }, 'API key login refused');
       return null;
     }
     return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id };
@@ -150,13 +165,13 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     // Always one scrypt, even for an unknown or disabled user: no timing tells them apart.
     const matches = await verifyPassword(password, user?.record.passwordHash ?? this.#dummyHash);
     if (!user || !matches) {
-      this.#logger.debug({ username }, 'password login refused');
+      this.#logger.debug({ ...(user && { sub: user.record.id }) }, 'password login refused');
       return null;
     }
     // The file may have changed while scrypt ran: a user disabled or removed meanwhile does not get in.
     const current = this.#snapshot.byId.get(user.record.id);
     if (!current || current.record.disabled || user.record.disabled) {
-      this.#logger.debug({ username }, 'password login refused: user disabled');
+      this.#logger.debug({ sub: user.record.id }, 'password login refused: user disabled');
       return null;
     }
     return { sub: user.record.id, username: user.username, method: 'pwd' };

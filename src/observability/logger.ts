@@ -1,13 +1,13 @@
 // One pino logger for the whole process. Secrets never reach it: request
-// headers are not serialised at all, query parameters that look like
-// credentials are masked, and redaction paths catch the rest as a second line
-// of defence.
+// headers are not serialised at all, URLs are logged with every credential-like
+// parameter masked (redact-url.ts), and redaction paths catch the rest as a
+// second line of defence.
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import type { Config } from '../config/schema.js';
+import { REDACTED, redactUrl } from './redact-url.js';
 
 export type { Logger } from 'pino';
-
-export const REDACTED = '[REDACTED]';
+export { REDACTED, redactUrl } from './redact-url.js';
 
 /** Field names that hold a credential wherever they appear in a log object. */
 export const REDACT_PATHS = [
@@ -28,27 +28,6 @@ export const REDACT_PATHS = [
   'req.headers["proxy-authorization"]',
   'res.headers["set-cookie"]',
 ];
-
-const SECRET_QUERY_PARAM = /token|password|passwd|secret|key|code|assertion|credential|signature/i;
-
-/** The URL as logged: credential-like query values are masked, the rest kept for debugging. */
-export function redactUrl(url: string): string {
-  const q = url.indexOf('?');
-  if (q === -1) return url;
-  const params = url.slice(q + 1).split('&');
-  const masked = params.map((pair) => {
-    const eq = pair.indexOf('=');
-    const name = eq === -1 ? pair : pair.slice(0, eq);
-    let decoded = name;
-    try {
-      decoded = decodeURIComponent(name);
-    } catch {
-      // keep the raw name: a malformed escape is itself worth seeing
-    }
-    return eq !== -1 && SECRET_QUERY_PARAM.test(decoded) ? `${name}=${REDACTED}` : pair;
-  });
-  return `${url.slice(0, q)}?${masked.join('&')}`;
-}
 
 interface SerializableRequest {
   id?: unknown;

@@ -20,6 +20,13 @@ export interface RequestTarget {
   readonly dotSegments: boolean;
   /** The canonical path before dot segments were resolved; used to detect route escapes. */
   readonly rawPath: string;
+  /**
+   * Why some backend could read this path as another one (a `;` parameter,
+   * double encoding, an escape that is not UTF-8, a segment ending in `.` or a
+   * space), or undefined when every reader agrees on it. A route with
+   * `strictPaths` refuses such a path with this reason.
+   */
+  readonly ambiguity: string | undefined;
 }
 
 /** Longest path (as sent, before canonicalisation) the gateway accepts. */
@@ -53,6 +60,40 @@ for (const ch of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 /** `%XX` with uppercase hex for every octet, so no escape is built per request. */
 const ESCAPE: readonly string[] = Array.from({ length: 256 }, (_, v) => `%${v.toString(16).toUpperCase().padStart(2, '0')}`);
 const CHAR: readonly string[] = Array.from({ length: 128 }, (_, v) => String.fromCharCode(v));
+
+// The ambiguities, each a way a common backend reads a path differently from us.
+/** Tomcat, Jetty and Spring drop `;` parameters from a segment: `/admin;x` is `/admin` to them. */
+const PARAMETERS = 'parameters (;) in path';
+/** A backend that decodes twice reads `%2561dmin` as `admin`. */
+const DOUBLE_ENCODING = 'double percent-encoding in path';
+/** Lenient decoders read overlong forms (`%C0%AE` is `.`) and guess at invalid bytes. */
+const NOT_UTF8 = 'percent-encoded bytes in path are not UTF-8';
+/** IIS and Windows file systems drop trailing dots and spaces: `/admin.` is `/admin`. */
+const SEGMENT_END = 'path segment ends in a dot or a space';
+
+/**
+ * UTF-8 decoding state between escapes (Unicode table 3-7, so overlong forms,
+ * surrogates and code points past U+10FFFF are invalid): 0 outside a
+ * sequence, else `need << 16 | low << 8 | high`, the bytes still needed and
+ * the range of the next one. -1: not UTF-8.
+ */
+function utf8Next(state: number, byte: number): number {
+  if (state === 0) {
+    if (byte < 0x80) return 0;
+    if (byte >= 0xc2 && byte <= 0xdf) return (1 << 16) | (0x80 << 8) | 0xbf;
+    if (byte >= 0xe0 && byte <= 0xef) return (2 << 16) | ((byte === 0xe0 ? 0xa0 : 0x80) << 8) | (byte === 0xed ? 0x9f : 0xbf);
+    if (byte >= 0xf0 && byte <= 0xf4) return (3 << 16) | ((byte === 0xf0 ? 0x90 : 0x80) << 8) | (byte === 0xf4 ? 0x8f : 0xbf);
+    return -1; // a continuation byte first, C0, C1 (always overlong) or F5–FF
+  }
+  if (byte < ((state >> 8) & 0xff) || byte > (state & 0xff)) return -1;
+  const need = (state >> 16) - 1;
+  return need === 0 ? 0 : (need << 16) | (0x80 << 8) | 0xbf;
+}
+
+/** A segment that ends in `.` or a space, other than the dot segments `.` and `..` (resolved instead). */
+function endsAmbiguously(last: number, dots: number, other: boolean): boolean {
+  return (last === 0x2e || last === 0x20) && (other || dots > 2);
+}
 
 function hexValue(c: number): number {
   if (c >= 0x30 && c <= 0x39) return c - 0x30;
@@ -100,9 +141,17 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
   // The current segment, as decoded: its count of dots and whether it holds anything else.
   let segDots = 0;
   let segOther = false;
+  /** The current segment's last character, as decoded; 0 while it is empty. */
+  let segLast = 0;
+  let ambiguity: string | undefined;
+  let utf8 = 0;
 
   for (let i = 0; i < len; ) {
     const c = p.charCodeAt(i);
+    if (utf8 !== 0 && c !== 0x25) {
+      ambiguity ??= NOT_UTF8; // a multi-byte sequence cut short
+      utf8 = 0;
+    }
     if (c > 0x7e) {
       // Node's parser already refuses these; a lenient one would leave us guessing the byte encoding.
       if (c === 0x7f) refuse('control character in path');
@@ -111,11 +160,13 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
     switch (CLASS[c]) {
       case PLAIN:
         segOther = true;
+        segLast = c;
         prevSlash = false;
         i += 1;
         break;
       case DOT:
         segDots += 1;
+        segLast = c;
         prevSlash = false;
         i += 1;
         break;
@@ -126,8 +177,10 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
           from = i + 1;
         } else {
           if (!segOther && (segDots === 1 || segDots === 2)) dotSegments = true;
+          if (endsAmbiguously(segLast, segDots, segOther)) ambiguity ??= SEGMENT_END;
           segDots = 0;
           segOther = false;
+          segLast = 0;
           prevSlash = true;
         }
         i += 1;
@@ -139,6 +192,14 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
         const v = hi * 16 + lo;
         if (v < 0x20 || v === 0x7f) refuse('control character in path');
         if (v === 0x5c) refuse('backslash in path');
+        if (v === 0x3b) ambiguity ??= PARAMETERS;
+        else if (v === 0x25 && hexValue(p.charCodeAt(i + 3)) >= 0 && hexValue(p.charCodeAt(i + 4)) >= 0) ambiguity ??= DOUBLE_ENCODING;
+        utf8 = utf8Next(utf8, v);
+        if (utf8 < 0) {
+          ambiguity ??= NOT_UTF8;
+          utf8 = 0;
+        }
+        segLast = v;
         if (UNRESERVED[v] === 1) {
           // `%2e%2e` is `..` and `/%61pi` is `/api`: decode so they are matched as such.
           out = (out ?? '') + p.slice(from, i) + CHAR[v]!;
@@ -161,7 +222,9 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
       case SEMICOLON:
         // `/..;x/` is `..` to Tomcat and Jetty but an ordinary segment to us: refuse the disagreement.
         if (!segOther && (segDots === 1 || segDots === 2)) refuse('dot segment with parameters');
+        ambiguity ??= PARAMETERS;
         segOther = true;
+        segLast = c;
         prevSlash = false;
         i += 1;
         break;
@@ -169,6 +232,7 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
         out = (out ?? '') + p.slice(from, i) + ESCAPE[c]!;
         from = i + 1;
         segOther = true;
+        segLast = c;
         prevSlash = false;
         i += 1;
         break;
@@ -180,10 +244,12 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
     }
   }
   if (!segOther && (segDots === 1 || segDots === 2)) dotSegments = true;
+  if (endsAmbiguously(segLast, segDots, segOther)) ambiguity ??= SEGMENT_END;
+  if (utf8 !== 0) ambiguity ??= NOT_UTF8;
 
   const canonical = out === undefined ? p : out + p.slice(from);
-  if (!dotSegments) return { path: canonical, query, encodedSlash, dotSegments, rawPath: canonical };
-  return { path: resolveDotSegments(canonical), query, encodedSlash, dotSegments, rawPath: canonical };
+  const path = dotSegments ? resolveDotSegments(canonical) : canonical;
+  return { path, query, encodedSlash, dotSegments, rawPath: canonical, ambiguity };
 }
 
 /**

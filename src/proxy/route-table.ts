@@ -1,8 +1,12 @@
 // The proxy's routing: longest prefix on whole segments, then method and Host.
-// Everything that can be decided once is decided in `compile`; `match` runs on
-// every proxied request and allocates nothing.
+// Prefixes match without regard to ASCII case: backends on case-insensitive
+// file systems or routers read `/Admin` as `/admin`, so a path that folds
+// into a protected route must be that route's. Everything that can be decided
+// once is decided in `compile`; `match` runs on every proxied request and
+// allocates nothing.
 import type { RouteConfig } from '../config/schema.js';
 import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { lenientReading } from './lenient-path.js';
 import { normalizeRequestTarget, type RequestTarget } from './request-target.js';
 
 export interface CompiledRoute {
@@ -19,7 +23,7 @@ export interface CompiledRoute {
   readonly host: string | undefined;
 }
 
-/** What `match` compares against; `segmentPrefix` is '' for `/` so one test covers every route. */
+/** What `match` compares against; `segmentPrefix` (lower case) is '' for `/` so one test covers every route. */
 interface Entry {
   readonly route: CompiledRoute;
   readonly segmentPrefix: string;
@@ -56,7 +60,7 @@ export class RouteTable {
       const entry = entries[i]!;
       const prefix = entry.segmentPrefix;
       // Whole segments only: `/api/v1/orders` is not a prefix of `/api/v1/ordersX`.
-      if (!path.startsWith(prefix)) continue;
+      if (!path.startsWith(prefix) && !startsWithFolded(path, prefix)) continue;
       if (path.length !== prefix.length && path.charCodeAt(prefix.length) !== 0x2f) continue;
       if (entry.methods !== undefined && !entry.methods.has(method)) continue;
       if (entry.host !== undefined && (hostEnd < 0 || !sameHost(entry.host, host!, hostEnd))) continue;
@@ -98,6 +102,13 @@ export function resolveRoute(table: RouteTable, method: string, host: string | u
   if (target.dotSegments && table.match(method, host, target.rawPath) !== route) {
     throw gatehouseError('invalid_request', { reason: 'path climbs out of its route' });
   }
+  if (target.ambiguity !== undefined) {
+    if (route.config.strictPaths) throw gatehouseError('invalid_request', { reason: target.ambiguity });
+    // The route's backend takes such paths; none may read as another route's.
+    if (table.match(method, host, lenientReading(target.path)) !== route) {
+      throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
+    }
+  }
   return { route, target, upstreamPath: upstreamPath(route, target) };
 }
 
@@ -112,7 +123,7 @@ function compileRoute(config: RouteConfig): Entry {
   }
   const host = config.host === undefined ? undefined : canonicalHost(config.host, `route ${name}: host`);
   const route: CompiledRoute = { config, name, prefix, rewritePrefix, methods, host };
-  return { route, segmentPrefix: prefix === '/' ? '' : prefix, host, methods };
+  return { route, segmentPrefix: prefix === '/' ? '' : prefix.toLowerCase(), host, methods };
 }
 
 /**
@@ -169,13 +180,22 @@ function hostnameEnd(host: string): number {
   return end;
 }
 
-/** ASCII case-insensitive comparison of `host[0, end)` with a lower-case name, without lower-casing a copy. */
+/** Whether `path` starts with a lower-case `prefix`, ASCII case ignored. */
+function startsWithFolded(path: string, prefix: string): boolean {
+  return path.length >= prefix.length && equalsFolded(path, prefix, prefix.length);
+}
+
+/** ASCII case-insensitive comparison of `host[0, end)` with a lower-case name. */
 function sameHost(expected: string, host: string, end: number): boolean {
-  if (end !== expected.length) return false;
-  for (let i = 0; i < end; i++) {
-    let c = host.charCodeAt(i);
+  return end === expected.length && equalsFolded(host, expected, end);
+}
+
+/** Whether `text[0, length)` is `lower[0, length)` with ASCII case ignored, without lower-casing a copy. */
+function equalsFolded(text: string, lower: string, length: number): boolean {
+  for (let i = 0; i < length; i++) {
+    let c = text.charCodeAt(i);
     if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== expected.charCodeAt(i)) return false;
+    if (c !== lower.charCodeAt(i)) return false;
   }
   return true;
 }

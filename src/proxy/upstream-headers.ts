@@ -6,6 +6,9 @@
 //   (`X-Gatehouse-Subject`, `x_gatehouse_subject`, `x.gatehouse.subject`), is
 //   removed, then the gateway's own are set from the principal;
 // - X-Forwarded-* and `Forwarded` are believed only from a trusted proxy;
+// - headers that only infrastructure in front should set (client addresses as
+//   CDNs pass them, URL and method overrides) and every `x-gatehouse-*` the
+//   gateway does not set are removed, unless the operator allows one by name;
 // - X-Request-Id is the gateway's.
 //
 // `host` goes on unchanged: no changeOrigin (upstreams on loopback do not care,
@@ -27,6 +30,8 @@ export interface HeaderPolicyOptions {
   identityHeaders: IdentityHeaderNames;
   /** Addresses, CIDRs or proxy-addr names (`loopback`, …) whose forwarding headers are believed. */
   trustedProxies: readonly string[];
+  /** Client headers of the kinds removed below that backends may receive all the same (`proxy.allowClientHeaders`). */
+  allowClientHeaders?: readonly string[];
 }
 
 export interface RequestHeaderContext {
@@ -67,6 +72,23 @@ const X_REAL_IP = 'x-real-ip';
  * nominations are applied, so no nomination can strip those either.
  */
 const NOT_NOMINATABLE: ReadonlySet<string> = new Set(['host', 'content-length']);
+
+/**
+ * The client's address as CDNs and load balancers pass it on. Backends and
+ * their frameworks believe these for rate limits, audit logs and allow-lists;
+ * sent by a client, each is an address of its own choosing.
+ */
+const CLIENT_ADDRESS_HEADERS = ['x-client-ip', 'true-client-ip', 'cf-connecting-ip', 'x-cluster-client-ip', 'client-ip', 'fastly-client-ip'];
+
+/**
+ * What IIS, Symfony, Laravel or Express's method-override read as the real URL
+ * or method: a request the gateway routed as `GET /public` would run as
+ * `DELETE /admin` behind it.
+ */
+const OVERRIDE_HEADERS = ['x-original-url', 'x-rewrite-url', 'x-http-method-override', 'x-http-method', 'x-method-override'];
+
+/** The gateway's namespace: whatever it does not set itself, a backend must never see from a client. */
+const GATEHOUSE_PREFIX = 'x-gatehouse-';
 
 const TOKEN_TYPE_VALUES: Readonly<Record<TokenType, string>> = { Bearer: 'access', Refresh: 'refresh' };
 const AUTH_METHOD_VALUES: Readonly<Record<AuthMethod, string>> = { pwd: 'password', api_key: 'api_key' };
@@ -149,8 +171,10 @@ function reframed(transferEncoding: string | string[] | undefined): string {
 
 export class HeaderPolicy {
   readonly #trust: (address: string, hop: number) => boolean;
-  /** Canonical names only the gateway may set: the identity headers and X-Request-Id. */
-  readonly #owned: ReadonlySet<string>;
+  /** Canonical names removed from every request: the identity headers, X-Request-Id, client addresses and overrides not allowed. */
+  readonly #removed: ReadonlySet<string>;
+  /** Canonical names of `proxy.allowClientHeaders`: spares an `x-gatehouse-*` the gateway does not set. */
+  readonly #allowed: ReadonlySet<string>;
   /** Lower-cased identity header names, in the order they are set. */
   readonly #subject: string;
   readonly #username: string;
@@ -184,7 +208,16 @@ export class HeaderPolicy {
     if (new Set(identity.map(canonicalName)).size !== identity.length) {
       throw new Error('proxy.identityHeaders: each identity header needs a name of its own');
     }
-    this.#owned = new Set([...identity.map(canonicalName), REQUEST_ID_HEADER]);
+    const owned = [...identity.map(canonicalName), REQUEST_ID_HEADER];
+    const allowed = new Set((options.allowClientHeaders ?? []).map((name) => canonicalName(name.toLowerCase())));
+    for (const name of allowed) {
+      if (owned.includes(name)) throw new Error(`proxy.allowClientHeaders: "${name}" is set by the gateway alone`);
+      if (!CLIENT_ADDRESS_HEADERS.includes(name) && !OVERRIDE_HEADERS.includes(name) && !name.startsWith(GATEHOUSE_PREFIX)) {
+        throw new Error(`proxy.allowClientHeaders: "${name}" is not a header the gateway removes`);
+      }
+    }
+    this.#allowed = allowed;
+    this.#removed = new Set([...owned, ...[...CLIENT_ADDRESS_HEADERS, ...OVERRIDE_HEADERS].filter((name) => !allowed.has(name))]);
   }
 
   /** The headers to send upstream: a new object; `req.headers` is left as it is. */
@@ -203,7 +236,8 @@ export class HeaderPolicy {
       if (dropped !== null && dropped.has(name)) continue;
       if (name === 'authorization' && !context.forwardAuthorization) continue;
       const canonical = canonicalName(name);
-      if (this.#owned.has(canonical)) continue;
+      if (this.#removed.has(canonical)) continue;
+      if (canonical.startsWith(GATEHOUSE_PREFIX) && !this.#allowed.has(canonical)) continue;
       // Forwarding headers: only a trusted proxy's, and only under their proper names.
       if (isForwardingHeader(canonical) && (!trusted || canonical !== name)) continue;
       out[name] = value;

@@ -23,6 +23,36 @@ export const MAX_TOKEN_LENGTH = 8 * 1024;
 /** Three non-empty base64url segments: a compact JWS. An unsecured JWT (empty signature) is not one. */
 const COMPACT_JWS = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 
+/**
+ * Base64url has one spelling per byte string, but decoders (jose's too)
+ * ignore the unused low bits of the last character: 16 spellings of one
+ * EdDSA signature verify alike, and each would be cached as a token of its
+ * own. Only the spelling the issuer wrote is accepted: a segment whose length
+ * leaves 2 (or 3) characters in its last group must have the low 4 (or 2)
+ * bits of the last one zero, and a length that leaves 1 encodes nothing.
+ * `=`, `+` and `/` never pass COMPACT_JWS.
+ */
+function isCanonicalBase64Url(token: string, start: number, end: number): boolean {
+  const rest = (end - start) % 4;
+  if (rest === 0) return true;
+  if (rest === 1) return false;
+  return (base64UrlValue(token.charCodeAt(end - 1)) & (rest === 2 ? 0x0f : 0x03)) === 0;
+}
+
+function base64UrlValue(c: number): number {
+  if (c >= 0x41 && c <= 0x5a) return c - 0x41; // A–Z
+  if (c >= 0x61 && c <= 0x7a) return c - 0x47; // a–z
+  if (c >= 0x30 && c <= 0x39) return c + 4; // 0–9
+  return c === 0x2d ? 62 : 63; // - and _: nothing else passes COMPACT_JWS
+}
+
+/** Each of the three segments of a compact JWS (already known to match COMPACT_JWS) in its canonical spelling. */
+function isCanonicalCompactJws(token: string): boolean {
+  const first = token.indexOf('.');
+  const second = token.indexOf('.', first + 1);
+  return isCanonicalBase64Url(token, 0, first) && isCanonicalBase64Url(token, first + 1, second) && isCanonicalBase64Url(token, second + 1, token.length);
+}
+
 const REQUIRED_CLAIMS = ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'];
 
 const AUTH_METHODS: ReadonlySet<unknown> = new Set<AuthMethod>(['pwd', 'api_key']);
@@ -49,6 +79,8 @@ export class TokenVerifier {
     if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
       throw new TokenError('malformed token');
     }
+    // Before jose and before any cache sees it: one token, one spelling.
+    if (!isCanonicalCompactJws(token)) throw new TokenError('token is not in canonical base64url');
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.#getKey, {

@@ -53,8 +53,8 @@ describe('path tricks', () => {
     expect(resolve('/public/.%2e/admin')).toEqual(climbsOut);
   });
 
-  it('/public/%252e%252e/admin (double encoding stays literal, within the public route)', () => {
-    expect(resolve('/public/%252e%252e/admin')).toEqual({ route: 'public', auth: 'none', upstreamPath: '/public/%252e%252e/admin' });
+  it('/public/%252e%252e/admin (double encoding: `..` to a backend that decodes twice)', () => {
+    expect(resolve('/public/%252e%252e/admin')).toEqual(refused('double percent-encoding in path'));
   });
 
   it('/public/..%2fadmin', () => {

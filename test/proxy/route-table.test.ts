@@ -97,8 +97,10 @@ describe('RouteTable.match', () => {
     expect(matched(rootOnly, '/anything/at/all')).toBe('root');
   });
 
-  it('is case-sensitive on the path', () => {
-    expect(matched(table, '/API/v1/orders')).toBe('root');
+  it('matches prefixes without regard to ASCII case (a case-insensitive backend reads them alike)', () => {
+    expect(matched(table, '/API/v1/orders')).toBe('orders');
+    expect(matched(table, '/Api/V1/Users')).toBe('v1');
+    expect(matched(table, '/API/v1/ORDERSX')).toBe('v1');
   });
 
   it('matches nothing in an empty table', () => {
