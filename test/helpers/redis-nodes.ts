@@ -1,7 +1,8 @@
 // The parts Redis test topologies (redis-topology.ts) are built of: a set of
 // redis-server processes on free ports with one temporary directory, that
 // stops every one of them and removes the directory on close; one-off
-// commands to a node; and waiting until the nodes report a state.
+// commands to a node and readers of their replies; and waiting until the
+// nodes report a state.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -197,4 +198,45 @@ export async function waitForReplicas(port: number, nodes: RedisNodeSet, timeout
 export async function roleOf(port: number): Promise<string> {
   const [role] = (await command(port, 'ROLE')) as [string];
   return role;
+}
+
+export interface ClusterMaster {
+  port: number;
+  /** Inclusive slot ranges. */
+  slots: Array<[number, number]>;
+  replicas: number[];
+}
+
+/** A Sentinel reply of alternating names and values, as an object. */
+export function replyFields(flat: string[]): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) result[flat[i]!] = flat[i + 1]!;
+  return result;
+}
+
+/**
+ * The masters serving slots in a CLUSTER NODES reply (a new node is a master
+ * without slots until it learns it is a replica). A line reads
+ * `<id> <ip:port@bus> <flags> <master id or -> <ping> <pong> <epoch> <link> <slots…>`;
+ * slots are `n` or `n-m` (bracketed entries are migrations under way).
+ */
+export function parseMasters(reply: string): ClusterMaster[] {
+  const lines = reply
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(' '));
+  const portOf = (address: string): number => Number(address.split('@')[0]!.split(':').pop());
+  const isUp = (flags: string): boolean => !/fail|handshake|noaddr/.test(flags);
+  return lines
+    .filter(([, , flags = '', , , , , , ...slots]) => flags.split(',').includes('master') && isUp(flags) && slots.length > 0)
+    .map(([id, address = '', , , , , , , ...slots]) => ({
+      port: portOf(address),
+      slots: slots
+        .filter((slot) => !slot.startsWith('['))
+        .map((slot): [number, number] => {
+          const [from = '', to = from] = slot.split('-');
+          return [Number(from), Number(to)];
+        }),
+      replicas: lines.filter(([, , flags = '', masterId]) => masterId === id && isUp(flags)).map(([, replicaAddress = '']) => portOf(replicaAddress)),
+    }));
 }

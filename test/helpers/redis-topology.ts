@@ -9,7 +9,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './ports.js';
-import { command, dataNodeArgs, HOST, infoField, RedisNodeSet, roleOf, until, waitForReplicas, type RedisNode } from './redis-nodes.js';
+import { command, dataNodeArgs, HOST, infoField, parseMasters, RedisNodeSet, replyFields, roleOf, until, waitForReplicas, type ClusterMaster, type RedisNode } from './redis-nodes.js';
+
+export type { ClusterMaster } from './redis-nodes.js';
 
 const REDIS_CLI_BIN = process.env.REDIS_CLI_BIN ?? 'redis-cli';
 /** A node that does not answer for this long is down (Sentinel's down-after-milliseconds, Cluster's node timeout). */
@@ -48,13 +50,6 @@ export interface SentinelSet extends TopologyProcesses {
   failover(): Promise<number>;
   /** Kills the master (SIGKILL): resolves with the new master's port once the sentinels promoted the replica. */
   killMaster(): Promise<number>;
-}
-
-export interface ClusterMaster {
-  port: number;
-  /** Inclusive slot ranges. */
-  slots: Array<[number, number]>;
-  replicas: number[];
 }
 
 export interface RedisCluster extends TopologyProcesses {
@@ -155,8 +150,8 @@ class Sentinels implements SentinelSet {
   async #agreedMaster(): Promise<number | undefined> {
     const views = await Promise.all(
       this.#sentinels.map(async ({ port }) => {
-        const master = fields((await command(port, 'SENTINEL', 'MASTER', this.masterName)) as string[]);
-        const replicas = ((await command(port, 'SENTINEL', 'REPLICAS', this.masterName)) as string[][]).map(fields);
+        const master = replyFields((await command(port, 'SENTINEL', 'MASTER', this.masterName)) as string[]);
+        const replicas = ((await command(port, 'SENTINEL', 'REPLICAS', this.masterName)) as string[][]).map(replyFields);
         const ready =
           master.flags === 'master' &&
           Number(master['num-other-sentinels']) === this.#sentinels.length - 1 &&
@@ -181,13 +176,6 @@ class Sentinels implements SentinelSet {
       this.#nodes,
     );
   }
-}
-
-/** A Sentinel reply of alternating names and values, as an object. */
-function fields(flat: string[]): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) result[flat[i]!] = flat[i + 1]!;
-  return result;
 }
 
 export async function startCluster(): Promise<RedisCluster> {
@@ -295,31 +283,4 @@ class Cluster implements RedisCluster {
   #running(): RedisNode[] {
     return this.#nodes.nodes.filter((node) => node.running);
   }
-}
-
-/**
- * The masters serving slots in a CLUSTER NODES reply (a new node is a master
- * without slots until it learns it is a replica). A line reads
- * `<id> <ip:port@bus> <flags> <master id or -> <ping> <pong> <epoch> <link> <slots…>`;
- * slots are `n` or `n-m` (bracketed entries are migrations under way).
- */
-function parseMasters(reply: string): ClusterMaster[] {
-  const lines = reply
-    .trim()
-    .split('\n')
-    .map((line) => line.trim().split(' '));
-  const portOf = (address: string): number => Number(address.split('@')[0]!.split(':').pop());
-  const isUp = (flags: string): boolean => !/fail|handshake|noaddr/.test(flags);
-  return lines
-    .filter(([, , flags = '', , , , , , ...slots]) => flags.split(',').includes('master') && isUp(flags) && slots.length > 0)
-    .map(([id, address = '', , , , , , , ...slots]) => ({
-      port: portOf(address),
-      slots: slots
-        .filter((slot) => !slot.startsWith('['))
-        .map((slot): [number, number] => {
-          const [from = '', to = from] = slot.split('-');
-          return [Number(from), Number(to)];
-        }),
-      replicas: lines.filter(([, , flags = '', masterId]) => masterId === id && isUp(flags)).map(([, replicaAddress = '']) => portOf(replicaAddress)),
-    }));
 }
