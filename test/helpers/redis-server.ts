@@ -61,7 +61,7 @@ export function uniquePrefix(): string {
   return `test:${randomUUID()}:`;
 }
 
-class PortTakenError extends Error {}
+export class PortTakenError extends Error {}
 
 class RedisServer implements RedisServerHandle {
   readonly port: number;
@@ -86,23 +86,8 @@ class RedisServer implements RedisServerHandle {
       this.output = (this.output + chunk).slice(-4_000);
     });
     this.child = child;
-    runningChildren.add(child);
-    child.once('exit', () => runningChildren.delete(child));
-    await this.waitUntilAnswering(child);
-  }
-
-  private async waitUntilAnswering(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + READY_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (!isRunning(child)) {
-        if (/address already in use/i.test(this.output)) throw new PortTakenError(`port ${this.port} is taken`);
-        throw new Error(`redis-server exited at start (code ${child.exitCode}, signal ${child.signalCode}):\n${this.output}`);
-      }
-      if (await answersPing(this.port)) return;
-      await sleep(25);
-    }
-    child.kill('SIGKILL');
-    throw new Error(`redis-server did not answer PING on port ${this.port} within ${READY_TIMEOUT_MS} ms:\n${this.output}`);
+    killAtExit(child);
+    await waitUntilAnswering(child, this.port, () => this.output);
   }
 
   async pause(): Promise<void> {
@@ -140,11 +125,36 @@ process.once('exit', () => {
   for (const child of runningChildren) child.kill('SIGKILL');
 });
 
-function isRunning(child: ChildProcess): boolean {
+/** Kills the process when this one exits, if it still runs then. */
+export function killAtExit(child: ChildProcess): void {
+  runningChildren.add(child);
+  child.once('exit', () => runningChildren.delete(child));
+}
+
+export function isRunning(child: ChildProcess): boolean {
   return child.exitCode === null && child.signalCode === null;
 }
 
-async function spawnRedisServer(args: string[], onOutput: (chunk: string) => void): Promise<ChildProcess> {
+/**
+ * Resolves once the server answers PING; rejects with PortTakenError when it
+ * exited because its port was taken meanwhile, or with its output when it
+ * exited for another reason or did not answer in time.
+ */
+export async function waitUntilAnswering(child: ChildProcess, port: number, output: () => string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (!isRunning(child)) {
+      if (/address already in use/i.test(output())) throw new PortTakenError(`port ${port} is taken`);
+      throw new Error(`redis-server exited at start (code ${child.exitCode}, signal ${child.signalCode}):\n${output()}`);
+    }
+    if (await answersPing(port)) return;
+    await sleep(25);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`redis-server did not answer PING on port ${port} within ${READY_TIMEOUT_MS} ms:\n${output()}`);
+}
+
+export async function spawnRedisServer(args: string[], onOutput: (chunk: string) => void): Promise<ChildProcess> {
   const child = spawn(REDIS_SERVER_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // Always read the output: a full pipe would block Redis.
   child.stdout?.on('data', (chunk: Buffer) => onOutput(chunk.toString()));
