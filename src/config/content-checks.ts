@@ -15,29 +15,19 @@ import type { IdentityHeaderNames, RouteConfig } from './schema.js';
 
 type Context = z.RefinementCtx;
 
-/** One route on its own: the route table must be able to compile it, and it must not claim the gateway's paths. */
-export function checkRoute(route: RouteConfig, ctx: Context): void {
-  let compiled: CompiledRoute;
-  try {
-    compiled = RouteTable.compile([route]).routes[0]!;
-  } catch (error) {
-    ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message });
-    return;
-  }
-  // Judged on the canonical prefix: `/api/v1/%61uth` is `/api/v1/auth` too.
-  if (isShadowedRoutePrefix(compiled.prefix)) {
-    ctx.addIssue({ code: 'custom', path: ['prefix'], message: `${route.prefix} is served by the gateway itself` });
-  }
-}
-
 /**
- * Routes against each other: a second route with a name already taken, or
- * with the prefix and host of an earlier one for some of the same methods,
- * would be silently ignored (the first one wins every match). Run even when
- * some route does not validate (`when` below), so the whole list is judged at
- * once; hence the defensive reading of each entry.
+ * The routes, each on its own and against each other. Each must compile in
+ * the route table and must not claim the gateway's own paths. A second route
+ * with a name already taken, or with the prefix and host of an earlier one
+ * for some of the same methods, would be silently ignored (the first one wins
+ * every match). Run even when some routes failed the schema (`when` below),
+ * so the whole list is judged at once; hence the defensive reading of each
+ * entry, and no second word on a route whose fault the schema told already.
+ * On the list rather than on each route, so that a single route still parses
+ * as the schema alone says (tests build routes that the table must refuse).
  */
-export function checkRouteClashes(routes: readonly unknown[], ctx: Context): void {
+export function checkRoutes(routes: readonly unknown[], ctx: Context): void {
+  const faulty = new Set(ctx.issues.map((issue) => issue.path?.[0]));
   const names = new Map<string, number>();
   const seen: Array<{ index: number; route: CompiledRoute }> = [];
   routes.forEach((entry, index) => {
@@ -47,8 +37,21 @@ export function checkRouteClashes(routes: readonly unknown[], ctx: Context): voi
       if (first === undefined) names.set(name, index);
       else ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate route name ${JSON.stringify(name)} (also routes[${first}])` });
     }
-    const route = compiledOrUndefined(entry);
+    let route: CompiledRoute | undefined;
+    if (faulty.has(index)) {
+      route = compiledOrUndefined(entry); // what fails to compile is what the schema told already
+    } else {
+      try {
+        route = RouteTable.compile([entry as RouteConfig]).routes[0]!;
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', path: [index], message: (error as Error).message });
+      }
+    }
     if (route === undefined) return;
+    // Judged on the canonical prefix: `/api/v1/%61uth` is `/api/v1/auth` too.
+    if (isShadowedRoutePrefix(route.prefix)) {
+      ctx.addIssue({ code: 'custom', path: [index, 'prefix'], message: `${route.config.prefix} is served by the gateway itself` });
+    }
     const clash = seen.find(({ route: other }) => other.prefix === route.prefix && other.host === route.host && methodsOverlap(other, route));
     if (clash) {
       const host = route.host === undefined ? '' : ` on host ${JSON.stringify(route.host)}`;
@@ -67,16 +70,17 @@ export const always = (): boolean => true;
 /** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */
 export const withoutIssues = (payload: { issues: readonly unknown[] }): boolean => payload.issues.length === 0;
 
+/** A route the schema found faults with, compiled if its matching fields can be read at all. */
 function compiledOrUndefined(entry: unknown): CompiledRoute | undefined {
   const route = entry as Partial<Record<keyof RouteConfig, unknown>> | null;
   if (typeof route?.prefix !== 'string') return undefined;
   if (route.host !== undefined && typeof route.host !== 'string') return undefined;
   if (route.rewritePrefix !== undefined && typeof route.rewritePrefix !== 'string') return undefined;
-  if (route.methods !== undefined && !Array.isArray(route.methods)) return undefined;
+  if (route.methods !== undefined && !(Array.isArray(route.methods) && route.methods.every((m) => typeof m === 'string'))) return undefined;
   try {
     return RouteTable.compile([route as RouteConfig]).routes[0];
   } catch {
-    return undefined; // reported by checkRoute
+    return undefined;
   }
 }
 

@@ -4,7 +4,7 @@
 // What types cannot say (routes that clash, addresses the proxy cannot read)
 // is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
-import { always, checkIdentityHeaders, checkRoute, checkRouteClashes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
+import { always, checkIdentityHeaders, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
 import * as d from './defaults.js';
 
 const port = z.number().int().min(0).max(65_535);
@@ -123,7 +123,7 @@ export const RouteSchema = z.strictObject({
       statusTimeoutMs: positiveInt.default(d.DEFAULT_STATUS_TIMEOUT_MS),
     })
     .prefault({}),
-}).superRefine((route, ctx): void => checkRoute(route, ctx), { when: withoutIssues });
+});
 
 export const RequestsSchema = z.strictObject({
   /** How long a request record is kept, pending or terminal (from its last change). */
@@ -186,7 +186,7 @@ export const ConfigSchema = z
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
-  routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRouteClashes(routes, ctx), { when: always }).default([]),
+  routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {
     // Workers do not share memory: sessions and statuses must live in Redis.

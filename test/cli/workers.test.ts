@@ -71,7 +71,7 @@ beforeAll(async () => {
   primary = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'start', '--config', file], { stdio: ['ignore', 'pipe', 'inherit'] });
   logs = followLogLines(primary.stdout!);
   await logs.next(LISTENING, 2);
-}, 60_000);
+}, 120_000); // three processes start through tsx: minutes on a busy machine, whatever the gateway does
 
 afterAll(async () => {
   if (primary.exitCode === null) primary.kill('SIGKILL');
