@@ -1,10 +1,12 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json (all by default). BENCH_DURATION_S and
+// Sections: auth, proxy, engines, async, memory, credentials, json (all by default), and builds
+// (two builds in one run, with BENCH_BASELINE_REF; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
+import { runBuildsSection } from './builds.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
 import { runJsonBodySection } from './json-body.js';
@@ -20,7 +22,10 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   memory: runMemorySection,
   credentials: runWrongCredentialsSection,
   json: runJsonBodySection,
+  builds: runBuildsSection,
 };
+/** Sections that run only when named: they need something from the caller. */
+const ON_REQUEST = new Set(['builds']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in SECTIONS));
@@ -29,5 +34,12 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
+const chosen = wanted.length > 0 ? wanted : Object.keys(SECTIONS).filter((name) => !ON_REQUEST.has(name));
+process.stdout.write(`[bench] building dist/, then: ${chosen.join(', ')}\n`);
 buildGatehouse();
-for (const name of wanted.length > 0 ? wanted : Object.keys(SECTIONS)) await SECTIONS[name]!();
+for (const [i, name] of chosen.entries()) {
+  const started = performance.now();
+  process.stdout.write(`[bench] section ${i + 1}/${chosen.length}: ${name}\n`);
+  await SECTIONS[name]!();
+  process.stdout.write(`[bench] section ${name} done in ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+}

@@ -41,6 +41,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Forward with this engine, started by bench/engines/gatehouse-on-engine.ts instead of `dist/main.js start`. */
   engine?: 'undici' | 'http-proxy' | 'http-proxy-3';
+  /** The compiled Gatehouse to run (default `dist`): another build, for a comparison of two builds in one run. */
+  distDir?: string;
 }
 
 export async function startGatehouse(options: StartOptions): Promise<GatehouseProcess> {
@@ -80,7 +82,7 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
   writeFileSync(file, stringify(config));
   const entry = options.engine
     ? [ENGINE_LAUNCHER, options.engine, file]
-    : ['dist/main.js', 'start', '--config', file];
+    : [join(options.distDir ?? 'dist', 'main.js'), 'start', '--config', file];
   // Logs go where production logs go: a file descriptor the process writes to.
   const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env } }));
   const url = `http://127.0.0.1:${port}`;

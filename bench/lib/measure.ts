@@ -37,6 +37,11 @@ export function settingsFromEnv(overrides: Partial<MeasureSettings> = {}): Measu
   };
 }
 
+/** Long runs say what they are doing: one line per measured run, on stdout beside the tables. */
+function progress(line: string): void {
+  process.stdout.write(`[bench]   ${line}\n`);
+}
+
 export async function measure(subjects: readonly Subject[], settings: MeasureSettings): Promise<Row[]> {
   const samples = subjects.map(() => ({
     rps: [] as number[],
@@ -65,11 +70,13 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
       sample.p99.push(result.p99Ms);
       sample.cpu.push((subject.cpuMicros() - before) / Math.max(1, result.requests));
       sample.errors += result.errors;
+      progress(`round ${round + 1}/${settings.rounds} ${subject.name}: ${result.rps.toFixed(0)} req/s, ${sample.cpu.at(-1)!.toFixed(0)} µs CPU/req`);
     }
   }
   // Tail latency is the noisiest figure of all on a shared machine: it too is
   // the median of interleaved rounds, never one run's luck.
   const shortS = Math.max(2, Math.round(settings.durationS / 2));
+  progress(`latency runs (c=1${settings.fixedRate > 0 ? ` and ${settings.fixedRate} req/s` : ''}), ${settings.rounds} rounds of ${subjects.length} rows`);
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, subject] of subjects.entries()) {
       const sample = samples[i]!;
