@@ -4,6 +4,7 @@ import { EventEmitter, once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeFileAtomic } from '../../src/files/atomic-write.js';
 import { fileChanged, watchFile, type FileWatch } from '../../src/files/watch-file.js';
 
 // Short polls keep the tests quick; nothing below depends on their length:
@@ -62,12 +63,12 @@ async function busyWatch() {
   const held = watched(new Promise<void>((resolve) => (release = resolve)));
   const seen = witness();
   const first = once(held.events, 'call');
-  await writeFile(file, 'second');
+  await writeFileAtomic(file, 'second');
   await first;
-  /** Writes `contents` and resolves once the poller has reported it. */
+  /** Replaces the contents in one step (a plain write may be seen truncated first) and resolves once the poller has reported it. */
   const change = async (contents: string) => {
     const heard = once(seen, 'change');
-    await writeFile(file, contents);
+    await writeFileAtomic(file, contents);
     await heard;
   };
   return { ...held, release, change };

@@ -20,6 +20,7 @@ import {
   writeUsersFile,
   type UsersFileData,
 } from '../../src/identity/users-file.js';
+import { writeFileAtomic } from '../../src/files/atomic-write.js';
 import { nextEvent } from '../helpers/events.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
@@ -231,7 +232,8 @@ describe('live reload', () => {
   it('keeps the previous users when the changed file does not parse, and logs an error', async () => {
     const provider = await open(true);
     const refused = reloaded(provider, false);
-    await writeFile(usersFile, 'users: [\n');
+    // In one step: a plain write may be seen truncated first, and an empty file is a valid one.
+    await writeFileAtomic(usersFile, 'users: [\n');
     await refused;
     const error = logs.entries().find((e) => e.level === 50);
     expect(error?.msg).toMatch(/not reloaded/);
