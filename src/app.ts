@@ -14,7 +14,7 @@ import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './co
 import type { Config } from './config/schema.js';
 import { watchConfigFile } from './config/watch-config.js';
 import { diagnosticsJson } from './http/diagnostics.js';
-import { errorHandler } from './http/error-handler.js';
+import { answerFrameworkError, errorHandler } from './http/error-handler.js';
 import { gatehouseError } from './http/errors.js';
 import { isGatewayPath } from './http/gateway-paths.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
@@ -177,6 +177,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     admin = Fastify({
       loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
       logController: new LogController({ disableRequestLogging: true }),
+      frameworkErrors: answerFrameworkError,
     });
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store });
@@ -268,6 +269,7 @@ function publicListener(config: Config, logger: Logger, proxy: RequestListener):
     },
     // Requests Node's parser refuses never reach a handler; answer them in the diagnostics format too.
     clientErrorHandler: answerUnparsableRequest,
+    frameworkErrors: answerFrameworkError,
     genReqId: requestId,
     // One access-log line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),

@@ -15,6 +15,7 @@ const FASTIFY_REASONS: Record<string, string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
   FST_ERR_CTP_INVALID_TYPE: 'Content-Type header is malformed',
   FST_ERR_BAD_URL: 'the URL is malformed',
+  FST_ERR_MAX_PARAM_LENGTH: 'a path segment is too long',
   FST_ERR_ASYNC_CONSTRAINT: 'the request cannot be routed',
 };
 
@@ -37,6 +38,17 @@ export function toGatehouseError(error: unknown): GatehouseError {
 
 export function sendError(reply: FastifyReply, error: GatehouseError): FastifyReply {
   return reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8').send(diagnosticsBody(error));
+}
+
+/**
+ * Fastify's `frameworkErrors` option: what its router refuses before any
+ * route or hook runs (an escape it cannot decode, an overlong parameter)
+ * would otherwise go out in Fastify's own JSON, not the diagnostics format.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const gatehouse = toGatehouseError(error);
+  request.log.info({ code: gatehouse.code, reason: gatehouse.reason }, 'request refused');
+  void sendError(reply, gatehouse);
 }
 
 async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {

@@ -1,7 +1,8 @@
 // Inputs the fuzz tests of this folder found mishandled, kept as plain tests
 // so they are checked on every run whatever the random seed.
 import { describe, expect, it } from 'vitest';
-import { ask, expectNoServerErrors, failOnCrashes, fuzzBench } from './support.js';
+import { rawExchange } from '../helpers/raw-exchange.js';
+import { ask, expectDiagnoses, expectNoServerErrors, failOnCrashes, fuzzBench } from './support.js';
 
 failOnCrashes();
 const bench = fuzzBench();
@@ -21,5 +22,28 @@ describe('a status poll by POST', () => {
       expect(JSON.parse(answer.body.toString('utf8'))).toEqual({ status: 'pending' });
     }
     expectNoServerErrors(gw);
+  });
+});
+
+describe('a URL the router cannot decode', () => {
+  // Found by paths.test.ts: Fastify answered a malformed escape on a gateway
+  // path with its own error JSON ({"error":"Bad Request","code":"FST_ERR_BAD_URL",…}),
+  // not the diagnostics body, on both listeners.
+  it.each(['/api/v1/auth/%zz', '/oauth/%', '/api/v1/requests/%E0%A4%A/status', '/.well-known/%zz'])('on the public listener gets a 400 diagnoses body (%s)', async (path) => {
+    const { gw } = bench();
+    const answer = await rawExchange(gw.url, [`GET ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close']);
+    expect(expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400])).toBe('400 (Bad Request) - invalid_request: the URL is malformed');
+  });
+
+  it('on the admin listener gets a 400 diagnoses body', async () => {
+    const { gw } = bench();
+    const answer = await rawExchange(gw.adminUrl!, ['PUT /internal/v1/requests/%zz/status HTTP/1.1', 'host: 127.0.0.1', 'connection: close', 'content-length: 0']);
+    expect(expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400])).toBe('400 (Bad Request) - invalid_request: the URL is malformed');
+  });
+
+  it('with a request id longer than the router takes gets a 4xx diagnoses body', async () => {
+    const { gw } = bench();
+    const answer = await rawExchange(gw.adminUrl!, [`PUT /internal/v1/requests/${'a'.repeat(200)}/status HTTP/1.1`, 'host: 127.0.0.1', 'connection: close', 'content-length: 0']);
+    expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400, 401, 404]);
   });
 });
