@@ -68,7 +68,12 @@ function parseYaml(text: string, source: string): unknown {
       document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`),
     );
   }
-  return document.toJS() ?? {};
+  try {
+    return document.toJS() ?? {};
+  } catch (error) {
+    // The library refuses aliases that expand past its limit (a few bytes, millions of nodes).
+    throw new ConfigError(source, [`YAML: ${(error as Error).message}`]);
+  }
 }
 
 export interface ParseConfigOptions {
@@ -82,7 +87,7 @@ export interface ParseConfigOptions {
 export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
   const source = options.source ?? 'configuration';
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new ConfigError(source, ['the top level must be a mapping of sections (server, store, identity, tokens, routes, …)']);
+    throw new ConfigError(source, ['(top level): must be a mapping of sections (server, store, identity, tokens, routes, …)']);
   }
   const problems: string[] = [];
   const merged = structuredClone(raw) as Record<string, unknown>;

@@ -1,6 +1,10 @@
 // Inputs the fuzz tests of this folder found mishandled, kept as plain tests
 // so they are checked on every run whatever the random seed.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
 import { ask, expectDiagnoses, expectNoServerErrors, failOnCrashes, fuzzBench } from './support.js';
 
@@ -45,5 +49,30 @@ describe('a URL the router cannot decode', () => {
     const { gw } = bench();
     const answer = await rawExchange(gw.adminUrl!, [`PUT /internal/v1/requests/${'a'.repeat(200)}/status HTTP/1.1`, 'host: 127.0.0.1', 'connection: close', 'content-length: 0']);
     expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400, 401, 404]);
+  });
+});
+
+describe('a config file', () => {
+  /** A ConfigError with exactly these problems. */
+  const configError = (...problems: unknown[]) => expect.objectContaining({ constructor: ConfigError, problems });
+
+  // Found by config.test.ts: the yaml library refuses to expand aliases past a
+  // limit (a few bytes that would expand to millions of nodes) by throwing a
+  // ReferenceError, which escaped the loader instead of a ConfigError (exit 78).
+  it('whose aliases expand too far is refused with a ConfigError', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-found-'));
+    try {
+      const file = join(dir, 'gatehouse.yaml');
+      const levels = Array.from({ length: 6 }, (_, i) => `x${i + 1}: &x${i + 1} [${Array(10).fill(i === 0 ? '0' : `*x${i}`).join(',')}]`);
+      writeFileSync(file, `identity: {provider: local, usersFile: users.yaml}\ntokens: {keysFile: keys.json}\n${levels.join('\n')}\n`);
+      expect(() => loadConfig({ file, env: {} })).toThrow(configError(expect.stringMatching(/^YAML: .*alias/i)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Found by config.test.ts: the one problem without a field path.
+  it.each([[[]], ['text'], [null], [42]])('that is not a mapping names the top level as its field (%j)', (raw) => {
+    expect(() => parseConfig(raw, { baseDir: '/', env: {} })).toThrow(configError(expect.stringMatching(/^\(top level\): must be a mapping of sections/)));
   });
 });
