@@ -21,7 +21,8 @@ async function accepted(): Promise<string> {
   return (JSON.parse(answer.body.toString('utf8')) as { requestId: string }).requestId;
 }
 
-async function report(id: string, body: Buffer | string, type: string | undefined = 'application/json', token = FUZZ_SERVICE_TOKEN): Promise<Answer> {
+/** `type` undefined: no Content-Type header at all. */
+async function report(id: string, body: Buffer | string, type: string | undefined, token: string): Promise<Answer> {
   const headers: Record<string, string> = { authorization: `Bearer ${token}` };
   if (type !== undefined) headers['content-type'] = type;
   return ask(`${bench().gw.adminUrl}/internal/v1/requests/${id}/status`, { method: 'PUT', body, headers });
@@ -31,7 +32,7 @@ let pendingId: string;
 let completedId: string;
 beforeAll(async () => {
   [pendingId, completedId] = [await accepted(), await accepted()];
-  expect((await report(completedId, '{"status":"completed"}')).status).toBe(200);
+  expect((await report(completedId, '{"status":"completed"}', 'application/json', FUZZ_SERVICE_TOKEN)).status).toBe(200);
 });
 
 /** `wait` as sent: absent, a valid number of seconds (kept short), or anything. */
