@@ -145,3 +145,28 @@ describe('loadConfig', () => {
     );
   });
 });
+
+describe('found by fuzzing: a config file', () => {
+  /** A ConfigError with exactly these problems. */
+  const configError = (...problems: unknown[]) => expect.objectContaining({ constructor: ConfigError, problems });
+
+  // Found by the loadConfig property above: the yaml library refuses to expand aliases past a
+  // limit (a few bytes that would expand to millions of nodes) by throwing a
+  // ReferenceError, which escaped the loader instead of a ConfigError (exit 78).
+  it('whose aliases expand too far is refused with a ConfigError', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-fuzz-config-'));
+    try {
+      const file = join(dir, 'gatehouse.yaml');
+      const levels = Array.from({ length: 6 }, (_, i) => `x${i + 1}: &x${i + 1} [${Array(10).fill(i === 0 ? '0' : `*x${i}`).join(',')}]`);
+      writeFileSync(file, `identity: {provider: local, usersFile: users.yaml}\ntokens: {keysFile: keys.json}\n${levels.join('\n')}\n`);
+      expect(() => loadConfig({ file, env: {} })).toThrow(configError(expect.stringMatching(/^YAML: .*alias/i)));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Found by the parseConfig properties above: the one problem without a field path.
+  it.each([[[]], ['text'], [null], [42]])('that is not a mapping names the top level as its field (%j)', (raw) => {
+    expect(() => parseConfig(raw, { baseDir: '/', env: {} })).toThrow(configError(expect.stringMatching(/^\(top level\): must be a mapping of sections/)));
+  });
+});

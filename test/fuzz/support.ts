@@ -18,7 +18,7 @@ function envInt(name: string): number | undefined {
 }
 
 /** Runs per property. */
-export const FUZZ_RUNS = envInt('FUZZ_RUNS') ?? 150;
+export const FUZZ_RUNS = envInt('FUZZ_RUNS') ?? 100;
 
 /** Longest wait for one answer: a gateway that does not answer by then hangs. */
 export const ANSWER_TIMEOUT_MS = 5_000;

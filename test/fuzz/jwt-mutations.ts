@@ -1,19 +1,13 @@
-// The token parser and verifier, through the two doors a token comes in by:
-// the bearer check of a proxied request and the refresh endpoint. Random
-// strings, and mutations of a valid token's header, payload and signature
-// (re-encoded as they are, or re-signed with a key of the attacker's), must
-// all be refused with the documented 401 / 400; a token is accepted only when
-// it is the issued one (the same signed header and payload, the same signature
-// bytes). Never a 500, a crash or a hang.
+// Tokens made from a valid one, each the way a parser or a verifier could get
+// wrong: its header or payload changed (the signature kept), its signature's
+// bytes changed, one character anywhere changed, its segments shuffled, or the
+// whole re-signed with a key that is not ours; and the test of whether a token
+// is still the issued one.
 import fc from 'fast-check';
 import { generateKeyPair, SignJWT, type JWK } from 'jose';
-import { describe, expect, it } from 'vitest';
-import { ask, expectDiagnoses, expectNoServerErrors, expectTokenSet, failOnCrashes, fuzz, fuzzBench, fuzzTimeout, mutated, type Answer } from './support.js';
+import { mutated } from './support.js';
 
-failOnCrashes();
-const bench = fuzzBench();
-
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 const decodeJson = (segment: string): Json => JSON.parse(Buffer.from(segment, 'base64url').toString('utf8')) as Json;
 const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
@@ -23,7 +17,7 @@ const encodeJson = (value: unknown): string => Buffer.from(JSON.stringify(value)
  * segments as they are, a signature of base64url characters only whose bytes
  * are the same (its last character carries bits that decoding drops).
  */
-function isIssued(candidate: string, issued: string): boolean {
+export function isIssued(candidate: string, issued: string): boolean {
   const [h, p, s, ...rest] = candidate.split('.');
   const [ih, ip, is] = issued.split('.');
   if (rest.length > 0 || h !== ih || p !== ip || s === undefined || !/^[\w-]+$/.test(s)) return false;
@@ -77,7 +71,7 @@ function applied(base: Json, changes: Array<[string, unknown]>): Json {
 const B64URL = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_');
 
 /** Tokens made from `issued`: each kind of mutation a parser or a verifier could get wrong. */
-function tokensFrom(issued: string, foreignSign: (header: Json, payload: Json) => Promise<string>): fc.Arbitrary<string | (() => Promise<string>)> {
+export function tokensFrom(issued: string, foreignSign: (header: Json, payload: Json) => Promise<string>): fc.Arbitrary<string | (() => Promise<string>)> {
   const [h, p, s] = issued.split('.') as [string, string, string];
   const header = decodeJson(h);
   const payload = decodeJson(p);
@@ -108,7 +102,7 @@ function tokensFrom(issued: string, foreignSign: (header: Json, payload: Json) =
 }
 
 /** An attacker's own EdDSA key, and the HS256 key-confusion trick with our public key as the secret. */
-async function foreignSigner(publicJwk: JWK): Promise<(header: Json, payload: Json) => Promise<string>> {
+export async function foreignSigner(publicJwk: JWK): Promise<(header: Json, payload: Json) => Promise<string>> {
   const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
   const hmacSecret = new TextEncoder().encode(JSON.stringify(publicJwk));
   let flip = false;
@@ -123,51 +117,3 @@ async function foreignSigner(publicJwk: JWK): Promise<(header: Json, payload: Js
     }
   };
 }
-
-async function setUp(base: 'access_token' | 'refresh_token') {
-  const { gw, alice } = bench();
-  const jwks = JSON.parse((await ask(`${gw.url}/.well-known/jwks.json`)).body.toString('utf8')) as { keys: JWK[] };
-  const issued = alice[base];
-  return { gw, issued, tokens: tokensFrom(issued, await foreignSigner(jwks.keys[0]!)) };
-}
-
-const resolve = (token: string | (() => Promise<string>)): Promise<string> => (typeof token === 'string' ? Promise.resolve(token) : token());
-
-describe('bearer tokens on a protected route', () => {
-  it('are accepted only as issued; every mutation gets 401 and never reaches the upstream', { timeout: fuzzTimeout() }, async () => {
-    const { gw, issued, tokens } = await setUp('access_token');
-    const { upstream } = bench();
-    await fuzz(
-      fc.asyncProperty(tokens, async (made) => {
-        const token = await resolve(made);
-        const before = upstream.seen.length;
-        const answer: Answer = await ask(`${gw.url}/svc/resource`, { headers: { authorization: `Bearer ${token}` } });
-        if (isIssued(token, issued)) {
-          expect(answer.status, answer.body.toString('utf8')).toBe(200);
-          expect(upstream.seen.length).toBe(before + 1);
-        } else {
-          expect(expectDiagnoses(answer, [401])).toMatch(/^401 \(Unauthorized\) - invalid_token: /);
-          expect(answer.headers['www-authenticate']).toMatch(/^Bearer realm="gatehouse"/);
-          expect(upstream.seen.length).toBe(before);
-        }
-      }),
-    );
-    expectNoServerErrors(gw);
-  });
-});
-
-describe('refresh tokens on the refresh endpoint', () => {
-  it('renew only as issued; every mutation gets 400 invalid_grant', { timeout: fuzzTimeout() }, async () => {
-    const { gw, issued, tokens } = await setUp('refresh_token');
-    await fuzz(
-      fc.asyncProperty(tokens, async (made) => {
-        const token = await resolve(made);
-        const answer = await ask(`${gw.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: token }) });
-        if (isIssued(token, issued)) expectTokenSet(answer);
-        else if (token === '') expectDiagnoses(answer, [400]);
-        else expect(expectDiagnoses(answer, [400])).toBe('400 (Bad Request) - invalid_grant: invalid refresh token');
-      }),
-    );
-    expectNoServerErrors(gw);
-  });
-});

@@ -1,14 +1,19 @@
-// The Authorization header, on the proxy's hot path and on the gateway's own
-// endpoints that take a bearer token (logout, status polls): whatever its
-// scheme, spacing, token and bytes, a request gets through exactly when the
-// header is `Bearer <a valid token>` (RFC 6750 2.1, scheme in any case), and
-// is refused with 401 and a `$diagnoses` body otherwise; never a 500, a crash
-// or a hang, and a refused request never reaches the upstream.
+// Bearer credentials. The Authorization header, on the proxy's hot path and on
+// the gateway's own endpoints that take a bearer token (logout, status polls):
+// whatever its scheme, spacing, token and bytes, a request gets through exactly
+// when the header is `Bearer <a valid token>` (RFC 6750 2.1, scheme in any
+// case), and is refused with 401 and a `$diagnoses` body otherwise. The token
+// parser and verifier, through the bearer check and the refresh endpoint:
+// random strings and mutations of a valid token (jwt-mutations.ts) are refused
+// with the documented 401 / 400; only the issued token is accepted. Never a
+// 500, a crash or a hang, and a refused request never reaches the upstream.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { login, type TokenSetBody } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
-import { ask, expectDiagnoses, expectNoServerErrors, failOnCrashes, fuzz, fuzzBench, fuzzTimeout, headerText, type Answer } from './support.js';
+import type { JWK } from 'jose';
+import { foreignSigner, isIssued, tokensFrom } from './jwt-mutations.js';
+import { ask, expectDiagnoses, expectNoServerErrors, expectTokenSet, failOnCrashes, fuzz, fuzzBench, fuzzTimeout, headerText, type Answer } from './support.js';
 
 failOnCrashes();
 const bench = fuzzBench();
@@ -117,6 +122,54 @@ describe('the Authorization header', () => {
         const { status, body, headers } = await rawExchange(gw.url, lines);
         expectDiagnoses({ status, body: Buffer.from(body, 'utf8'), headers }, [400, 401]);
         expect(upstream.seen.length).toBe(before);
+      }),
+    );
+    expectNoServerErrors(gw);
+  });
+});
+
+async function setUp(base: 'access_token' | 'refresh_token') {
+  const { gw, alice } = bench();
+  const jwks = JSON.parse((await ask(`${gw.url}/.well-known/jwks.json`)).body.toString('utf8')) as { keys: JWK[] };
+  const issued = alice[base];
+  return { gw, issued, tokens: tokensFrom(issued, await foreignSigner(jwks.keys[0]!)) };
+}
+
+const resolve = (token: string | (() => Promise<string>)): Promise<string> => (typeof token === 'string' ? Promise.resolve(token) : token());
+
+describe('bearer tokens on a protected route', () => {
+  it('are accepted only as issued; every mutation gets 401 and never reaches the upstream', { timeout: fuzzTimeout() }, async () => {
+    const { gw, issued, tokens } = await setUp('access_token');
+    const { upstream } = bench();
+    await fuzz(
+      fc.asyncProperty(tokens, async (made) => {
+        const token = await resolve(made);
+        const before = upstream.seen.length;
+        const answer: Answer = await ask(`${gw.url}/svc/resource`, { headers: { authorization: `Bearer ${token}` } });
+        if (isIssued(token, issued)) {
+          expect(answer.status, answer.body.toString('utf8')).toBe(200);
+          expect(upstream.seen.length).toBe(before + 1);
+        } else {
+          expect(expectDiagnoses(answer, [401])).toMatch(/^401 \(Unauthorized\) - invalid_token: /);
+          expect(answer.headers['www-authenticate']).toMatch(/^Bearer realm="gatehouse"/);
+          expect(upstream.seen.length).toBe(before);
+        }
+      }),
+    );
+    expectNoServerErrors(gw);
+  });
+});
+
+describe('refresh tokens on the refresh endpoint', () => {
+  it('renew only as issued; every mutation gets 400 invalid_grant', { timeout: fuzzTimeout() }, async () => {
+    const { gw, issued, tokens } = await setUp('refresh_token');
+    await fuzz(
+      fc.asyncProperty(tokens, async (made) => {
+        const token = await resolve(made);
+        const answer = await ask(`${gw.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: token }) });
+        if (isIssued(token, issued)) expectTokenSet(answer);
+        else if (token === '') expectDiagnoses(answer, [400]);
+        else expect(expectDiagnoses(answer, [400])).toBe('400 (Bad Request) - invalid_grant: invalid refresh token');
       }),
     );
     expectNoServerErrors(gw);
