@@ -6,6 +6,7 @@
 //
 // SOAK_DURATION_S (default 300) and SOAK_RATE (operations per second, default
 // 200) change the run.
+import { loadavg } from 'node:os';
 import { startRedisServer } from '../test/helpers/redis-server.js';
 import { buildGatehouse, startGatehouse } from './lib/gatehouse.js';
 import { openFds, openFdsByPeer, rssMiB, startServer } from './lib/processes.js';
@@ -43,6 +44,8 @@ interface Sample {
 }
 
 const mib = (value: number) => `${value.toFixed(1)} MiB`;
+/** The machine may be shared: its load says how far the latencies are the gateway's own. */
+const machineLoad = () => `load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`;
 
 buildGatehouse();
 const redis = await startRedisServer();
@@ -63,7 +66,7 @@ const fdsNow = () => {
 try {
   const before = { rssMiB: rssMiB(pid), ...fdsNow() };
   await traffic.start();
-  process.stdout.write(`soak: ${DURATION_S} s at ${RATE} operations/s against gatehouse pid ${pid} (Redis on ${redis.url}, loopback only)\n`);
+  process.stdout.write(`soak: ${DURATION_S} s at ${RATE} operations/s against gatehouse pid ${pid} (Redis on ${redis.url}, loopback only; ${machineLoad()})\n`);
 
   const samples: Sample[] = [];
   const started = performance.now();
@@ -117,7 +120,7 @@ try {
   ];
 
   const lines = [
-    `soak finished: ${ops} operations in ${loadS.toFixed(1)} s = ${(ops / loadS).toFixed(1)} operations/s (target ${RATE}/s)`,
+    `soak finished: ${ops} operations in ${loadS.toFixed(1)} s = ${(ops / loadS).toFixed(1)} operations/s (target ${RATE}/s; ${machineLoad()})`,
     ...[...traffic.latencies.entries()].map(([kind, list]) => {
       const sorted = [...list].sort((a, b) => a - b);
       return `  ${kind.padEnd(9)} ${String(traffic.done.get(kind) ?? 0).padStart(7)} ok   p50 ${percentile(sorted, 0.5).toFixed(2)} ms   p99 ${percentile(sorted, 0.99).toFixed(2)} ms`;
