@@ -2,7 +2,6 @@
 // (the verified-token cache is bounded by tokens.cacheMaxEntries), and 1 GiB
 // streamed up and down through the gateway (nothing is buffered). RSS of the
 // gateway process is read from /proc before and during each.
-import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,16 +12,11 @@ import { TokenIssuer } from '../src/tokens/issuer.js';
 import { loadKeySet } from '../src/tokens/keyset.js';
 import { TokenVerifier } from '../src/tokens/verifier.js';
 import { BENCH_USER, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
-import { startServer } from './lib/processes.js';
+import { rssMiB, startServer } from './lib/processes.js';
 import { writeResults } from './lib/report.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
-  return Number(line.split(/\s+/)[1]) / 1024;
-}
 
 /** Samples a process's RSS every 100 ms while `work` runs; returns the peak. */
 async function peakRss(pid: number, work: () => Promise<void>): Promise<number> {

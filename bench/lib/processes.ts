@@ -1,7 +1,7 @@
 // Every server of a benchmark runs in a process of its own, as in production,
 // so the load generator and the servers do not share an event loop.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 export interface ServerProcess {
@@ -33,6 +33,49 @@ export function processCpuMicros(pid: number): number {
   // utime and stime are fields 14 and 15 of /proc/PID/stat; 12 and 13 after the ") " split.
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S) * 1e6;
+}
+
+/** Resident set size of a process, in MiB. */
+export function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+/** File descriptors a process holds open (sockets, files, pipes). */
+export function openFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+export interface OpenFds {
+  total: number;
+  /** TCP connections (not listeners) of the process by the port of their far end, IPv4 and IPv6. */
+  connectionsByRemotePort: Map<number, number>;
+}
+
+/** A process's open fds, its TCP connections counted by remote port (from /proc/PID/net/tcp{,6}). */
+export function openFdsByPeer(pid: number): OpenFds {
+  const remotePortOfInode = new Map<string, number>();
+  for (const table of ['tcp', 'tcp6']) {
+    for (const line of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address rem_address … inode: ports are the hex after the colon; a listener's remote port is 0.
+      const remotePort = parseInt(fields[2]?.split(':')[1] ?? '0', 16);
+      if (remotePort > 0 && fields[9]) remotePortOfInode.set(fields[9], remotePort);
+    }
+  }
+  const connectionsByRemotePort = new Map<number, number>();
+  const fds = readdirSync(`/proc/${pid}/fd`);
+  for (const fd of fds) {
+    let link: string;
+    try {
+      link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed between the listing and the read
+    }
+    const port = remotePortOfInode.get(/^socket:\[(\d+)\]$/.exec(link)?.[1] ?? '');
+    if (port !== undefined) connectionsByRemotePort.set(port, (connectionsByRemotePort.get(port) ?? 0) + 1);
+  }
+  return { total: fds.length, connectionsByRemotePort };
 }
 
 /** Starts `node <args>` and waits for its first stdout line: `{"port": N}`. */

@@ -68,7 +68,12 @@ export function readConfigFile(file: string): unknown {
   if (document.errors.length > 0) {
     throw new ConfigError(file, document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
   }
-  return document.toJS() ?? {};
+  try {
+    return document.toJS() ?? {};
+  } catch (error) {
+    // The library refuses aliases that expand past its limit (a few bytes, millions of nodes).
+    throw new ConfigError(file, [`YAML: ${(error as Error).message}`]);
+  }
 }
 
 export interface ParseConfigOptions {

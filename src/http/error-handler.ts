@@ -1,7 +1,7 @@
 // The gateway endpoints' error handler: every error that reaches Fastify
 // leaves as the response error-response.ts renders for it. Client errors go
 // out as they are; server errors go out generic, with the detail in the log.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { renderError, toGatehouseError } from './error-response.js';
 import { gatehouseError, type GatehouseError } from './errors.js';
@@ -11,6 +11,18 @@ export function sendError(reply: FastifyReply, error: GatehouseError): FastifyRe
   const { status, headers, body } = renderError(error);
   return reply.code(status).headers(headers).send(body);
 }
+
+/**
+ * Fastify's `frameworkErrors` option: what its router refuses before any
+ * route or hook runs (an escape it cannot decode, an overlong parameter)
+ * would otherwise go out in Fastify's own JSON, not the diagnostics format.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const gatehouse = toGatehouseError(error);
+  request.log.info({ code: gatehouse.code, reason: gatehouse.reason }, 'request refused');
+  void sendError(reply, gatehouse);
+}
+
 
 async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {

@@ -21,6 +21,7 @@ const FASTIFY_REASONS: Record<string, string> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'Content-Length does not match the body',
   FST_ERR_CTP_INVALID_TYPE: 'Content-Type header is malformed',
   FST_ERR_BAD_URL: 'the URL is malformed',
+  FST_ERR_MAX_PARAM_LENGTH: 'a path segment is too long',
   FST_ERR_ASYNC_CONSTRAINT: 'the request cannot be routed',
 };
 

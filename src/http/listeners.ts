@@ -7,6 +7,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { requestId } from '../observability/request-id.js';
+import { answerFrameworkError } from './error-handler.js';
 import { writeErrorToSocket } from './error-response.js';
 import { gatehouseError } from './errors.js';
 import { isGatewayPath } from './gateway-paths.js';
@@ -43,6 +44,7 @@ export function publicListener(config: Config, logger: Logger, proxy: RequestLis
     },
     // Requests Node's parser refuses never reach a handler; answer them in the diagnostics format too.
     clientErrorHandler: answerUnparsableRequest,
+    frameworkErrors: answerFrameworkError,
     genReqId: requestId,
     // One access-log line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -68,5 +70,6 @@ export function adminListener(logger: Logger): FastifyInstance {
   return Fastify({
     loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    frameworkErrors: answerFrameworkError,
   });
 }

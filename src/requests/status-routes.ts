@@ -51,6 +51,11 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
   // wrong media type or malformed JSON. This instance only (encapsulated).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: bodyLimitBytes }, (_request, _body, done) => done(null, undefined));
+  // Fastify refuses a Content-Type it cannot parse (`''`, `;`) before any
+  // parser runs; the type of a body that is dropped does not matter here.
+  app.addHook('onRequest', async (request) => {
+    delete request.raw.headers['content-type'];
+  });
 
   async function status(request: FastifyRequest<{ Params: { '*': string }; Querystring: Record<string, unknown> }>, reply: FastifyReply) {
     const principal: Principal = await bearer.authenticate(bearerToken(request.headers));

@@ -84,7 +84,7 @@ describe('parseConfig', () => {
   });
 
   it('refuses a top level that is not a mapping', () => {
-    expect(problemsOf(() => parseConfig(['a'], { baseDir: '/' }))[0]).toMatch(/top level must be a mapping/);
+    expect(problemsOf(() => parseConfig(['a'], { baseDir: '/' }))[0]).toMatch(/^\(top level\): must be a mapping/);
   });
 });
 
