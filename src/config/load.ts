@@ -114,7 +114,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   const fromEnv = new Map<string, string>();
   const label = (path: string) => `${path}${fromEnv.has(path) ? ` (from ${fromEnv.get(path)})` : ''}`;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    const problem = 'the top level must be a mapping of sections (server, store, identity, tokens, routes, …)';
+    const problem = '(top level): must be a mapping of sections (server, store, identity, tokens, routes, …)';
     return { config: undefined, problems: [problem], files: {}, label };
   }
   const merged = structuredClone(raw) as Record<string, unknown>;

@@ -38,8 +38,8 @@ const BASE = {
 /** The variables that override the file (README, configuration). */
 const ENV_NAMES = ['HOST', 'PORT', 'WORKERS', 'ADMIN_HOST', 'ADMIN_PORT', 'REDIS_URL', 'LOG_LEVEL', 'GATEHOUSE_ISSUER', 'GATEHOUSE_KEYS_FILE', 'GATEHOUSE_USERS_FILE', 'GATEHOUSE_SERVICE_TOKEN'];
 
-/** `field.path[.0…]` or `(top level)`, maybe `(from VARIABLE)`, then the problem. */
-const PROBLEM = /^(\(top level\)|[A-Za-z][A-Za-z0-9]*(?:\.(?:[A-Za-z][A-Za-z0-9]*|\d+))*)(?: \(from ([A-Z_]+)\))?: \S/;
+/** `field.path[0].more…` or `(top level)`, maybe `(from VARIABLE)`, then the problem. */
+const PROBLEM = /^(\(top level\)|[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*|\[\d+\])*)(?: \(from ([A-Z_]+)\))?: \S/;
 
 type Outcome = { config: unknown } | { problems: Array<{ path: string[]; env: string | undefined }> };
 
@@ -57,7 +57,7 @@ function outcome(load: () => unknown): Outcome {
       problems: problems.map((problem) => {
         const match = PROBLEM.exec(problem);
         expect(match, problem).not.toBeNull();
-        return { path: match![1] === '(top level)' ? [] : match![1]!.split('.'), env: match![2] };
+        return { path: match![1] === '(top level)' ? [] : match![1]!.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== ''), env: match![2] };
       }),
     };
   }

@@ -98,7 +98,7 @@ describe('normalizeRequestTarget', () => {
         // Canonical: normalising it again changes nothing. (An encoded slash that a `..` removed
         // still counts for the original: refusing it there errs on the safe side.)
         const again = normalizeRequestTarget(path + query);
-        expect(again).toEqual({ path, query, encodedSlash: path.includes('%2F'), dotSegments: false, rawPath: path });
+        expect(again).toMatchObject({ path, query, encodedSlash: path.includes('%2F'), dotSegments: false, rawPath: path });
         if (again.encodedSlash) expect(encodedSlash).toBe(true);
         const q = raw.indexOf('?');
         expect(query).toBe(q === -1 ? '' : raw.slice(q));
@@ -137,9 +137,10 @@ describe('request targets through the proxy, without a token', () => {
         } else {
           expect(seen).toHaveLength(0);
           expectDiagnoses({ status, headers, body: Buffer.from(body, 'utf8') }, [400, 401, 404]);
-          // A path that is and stays under /public, with nothing refused in it, goes through
-          // (unless Node's own parser refused the request line first: 400 too).
-          if (expected !== null && under(expected.path, '/public') && under(expected.rawPath, '/public') && !expected.encodedSlash) {
+          // A path that is and stays under /public, with nothing refused in it (strict paths
+          // refuse an ambiguous one), goes through (unless Node's own parser refused the
+          // request line first: 400 too).
+          if (expected !== null && under(expected.path, '/public') && under(expected.rawPath, '/public') && !expected.encodedSlash && expected.ambiguity === undefined) {
             expect(status, body).toBe(400);
             expect(body).toContain('the request is not valid HTTP/1.1');
           }
