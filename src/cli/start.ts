@@ -82,7 +82,8 @@ function runPrimary(logger: Logger, count: number, graceMs: number): void {
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'worker died; starting another');
-    setTimeout(fork, WORKER_RESTART_DELAY_MS).unref();
+    // A stop signal during the pause forks no new worker: it would only be killed, or missed.
+    setTimeout(() => stopping || fork(), WORKER_RESTART_DELAY_MS).unref();
   });
 
   onStopSignal((signal) => {
