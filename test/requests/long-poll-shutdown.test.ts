@@ -1,13 +1,25 @@
 // A stopping gateway answers its open long polls at once, with the status as
 // it stands, instead of holding them (and its own exit) for up to
 // requests.maxWaitS: the client can ask again elsewhere.
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { login, startTestGateway } from '../helpers/gateway.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { EVENTUALLY, poll, SERVICE_TOKEN, startScriptedUpstream, type ScriptedUpstream } from './support.js';
 
 /** Far beyond the test's timeout: a poll that waited it out fails the test. */
 const MAX_WAIT_S = 300;
-let up: ScriptedUpstream | undefined;
+let up: ScriptedUpstream;
+let gw: TestGateway;
+
+beforeAll(async () => {
+  up = await startScriptedUpstream();
+  gw = await startTestGateway({
+    config: {
+      server: { shutdownGraceS: MAX_WAIT_S },
+      requests: { serviceToken: SERVICE_TOKEN, maxWaitS: MAX_WAIT_S },
+      routes: [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }],
+    },
+  });
+}, 60_000);
 
 afterAll(async () => {
   await up?.close();
@@ -15,14 +27,6 @@ afterAll(async () => {
 
 describe('a long poll when the gateway stops', () => {
   it('answers at once with the current status', { timeout: 20_000 }, async () => {
-    up = await startScriptedUpstream();
-    const gw = await startTestGateway({
-      config: {
-        server: { shutdownGraceS: MAX_WAIT_S },
-        requests: { serviceToken: SERVICE_TOKEN, maxWaitS: MAX_WAIT_S },
-        routes: [{ name: 'orders', prefix: '/orders', upstreams: [up.url] }],
-      },
-    });
     const alice = await login(gw.url, 'alice', 'alice-password-1');
     const accepted = await fetch(`${gw.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });
     expect(accepted.status).toBe(202);
