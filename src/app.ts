@@ -13,6 +13,7 @@ import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { ConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
+import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './http/listeners.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
@@ -73,8 +74,14 @@ export interface Gateway {
   reloadRoutes(): Promise<boolean>;
   /** Starts both listeners; resolves with the addresses they bound. */
   listen(): Promise<{ url: string; adminUrl: string | undefined }>;
-  /** Stops taking connections, finishes what is in flight, releases everything. */
-  close(): Promise<void>;
+  /**
+   * Stops taking connections, drains (readiness 503, `Connection: close`,
+   * idle connections closed), lets what is in flight finish for up to
+   * `graceMs` (`server.shutdownGraceS` by default), cuts the rest, flushes the
+   * outbox and releases everything. Resolves with the number of connections
+   * that were cut while still busy.
+   */
+  close(options?: { graceMs?: number }): Promise<number>;
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
@@ -118,7 +125,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({ routes: () => routes, bearer, headers });
-  const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture });
+  const drain = new Drain();
+  const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture, drain });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -128,7 +136,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger });
 
-  const app = publicListener(config, logger, proxy.handle);
+  const app = publicListener(config, logger, proxy.handle, drain);
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
@@ -159,7 +167,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.admin.enabled) {
     admin = adminListener(logger);
     await admin.register(errorHandler);
-    await admin.register(healthRoutes, { store });
+    await admin.register(healthRoutes, { store, drain });
     await admin.register(metricsRoute, { metrics });
     await admin.register(internalRoutes, {
       tracker: requests,
@@ -190,12 +198,17 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       logger.info({ url, adminUrl, store: store.kind }, 'gatehouse listening');
       return { url, adminUrl };
     },
-    async close() {
+    async close({ graceMs = config.server.shutdownGraceS * 1000 } = {}) {
+      // Readiness turns 503 in this same tick: the drain starts before the first await.
+      const cut = drain.run(app.server, app.close(), graceMs);
       reloader?.close();
       websockets.close();
       // Long polls answer now instead of holding the listeners open.
       requests.endWatches();
-      await Promise.allSettled([app.close(), admin?.close()]);
+      const cutCount = await cut;
+      // The admin listener last: readiness answers 503 (not a refused
+      // connection) and backends can still report outcomes while the public one drains.
+      await admin?.close();
       reconciler.close();
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
@@ -204,6 +217,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       keys.close();
       await identity.close();
       if (ownStore) await store.close();
+      return cutCount;
     },
   };
 }

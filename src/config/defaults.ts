@@ -42,3 +42,6 @@ export const DEFAULT_REQUEST_RETENTION_S = 7 * 86_400;
 export const DEFAULT_RETRY_AFTER_S = 1;
 export const DEFAULT_MAX_WAIT_S = 30;
 export const DEFAULT_OUTBOX_MAX_ENTRIES = 10_000;
+
+/** As Kubernetes' default termination grace: requests in flight get this long after a stop signal. */
+export const DEFAULT_SHUTDOWN_GRACE_S = 30;

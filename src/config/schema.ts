@@ -32,6 +32,11 @@ export const ServerSchema = z.strictObject({
    * `auto` for one per CPU. More than one needs a shared store (Redis).
    */
   workers: z.union([z.number().int().min(1).max(256), z.literal('auto')]).default(1),
+  /**
+   * After SIGTERM/SIGINT, how long requests in flight may take to finish
+   * before they are cut (Kubernetes' terminationGracePeriodSeconds by default).
+   */
+  shutdownGraceS: z.number().int().min(0).max(3600).default(d.DEFAULT_SHUTDOWN_GRACE_S),
 });
 
 export const AdminSchema = z.strictObject({

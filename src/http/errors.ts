@@ -36,6 +36,8 @@ export const ERRORS = {
   upstream_unresolvable: { status: 503, message: 'The service behind the gateway cannot be found. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream host name did not resolve' },
   upstream_timeout: { status: 504, message: 'The service behind the gateway did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream timed out' },
   store_unavailable: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'state store unavailable' },
+  // Readiness of a gateway that got a stop signal: load balancers take it out of rotation.
+  shutting_down: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is stopping' },
   internal_error: { status: 500, message: 'An internal error occurred. Please retry later.', oauthError: 'server_error', reason: 'internal error' },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { requestId } from '../observability/request-id.js';
 import { answerFrameworkError } from './error-handler.js';
+import type { Drain } from './drain.js';
 import { writeErrorToSocket } from './error-response.js';
 import { gatehouseError } from './errors.js';
 import { isGatewayPath } from './gateway-paths.js';
@@ -27,7 +28,7 @@ function answerUnparsableRequest(error: Error & { code?: string }, socket: Socke
  * other request goes straight to the proxy's handler on the raw node:http
  * request, without Fastify's routing and hooks on the hot path.
  */
-export function publicListener(config: Config, logger: Logger, proxy: RequestListener): FastifyInstance {
+export function publicListener(config: Config, logger: Logger, proxy: RequestListener, drain: Drain): FastifyInstance {
   const { trustedProxies, apiBodyLimitBytes } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -50,12 +51,18 @@ export function publicListener(config: Config, logger: Logger, proxy: RequestLis
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: trustedProxies.length > 0 ? [...trustedProxies] : false,
     bodyLimit: apiBodyLimitBytes,
-    return503OnClosing: true,
+    // A request that reached a connection still open while draining is
+    // served (with `Connection: close`, below), not refused: it was sent
+    // before the client could know.
+    return503OnClosing: false,
     // Never coerce types: a numeric password must be refused, not turned into a string.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    drain.closeAfter(reply.raw);
   });
   if (config.log.access) {
     app.addHook('onResponse', async (request, reply) => {

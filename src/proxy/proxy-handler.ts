@@ -5,6 +5,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { PassThrough, type Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import type { Drain } from '../http/drain.js';
 import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
 import { gatehouseError, type GatehouseError } from '../http/errors.js';
 import { accessLogger, redactUrl } from '../observability/logger.js';
@@ -27,6 +28,8 @@ export interface ProxyHandlerOptions {
   accessLog: boolean;
   /** Takes over every upstream 202 (spec 4.4); absent, 202s stream like any answer. */
   capture?: AsyncCapture;
+  /** While the gateway stops, every answer closes its connection. */
+  drain: Drain;
 }
 
 interface Exchange extends Admitted {
@@ -148,6 +151,7 @@ export class ProxyHandler {
   #sink(exchange: Exchange, head: ResponseHead): Writable {
     const { res, route, target } = exchange;
     if (res.headersSent || res.destroyed) return res; // the engine sees it closed and aborts
+    this.#options.drain.closeAfter(res);
     const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(head.headers);
     headers['x-request-id'] = exchange.requestId;
     // An accepted asynchronous request: recorded before the client sees it.
@@ -175,6 +179,7 @@ export class ProxyHandler {
       res.destroy();
       return;
     }
+    this.#options.drain.closeAfter(res);
     writeErrorResponse(res, gatehouse, exchange.requestId, hasBody(req) && !req.readableEnded);
   }
 
