@@ -157,7 +157,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   let admin: FastifyInstance | undefined;
   if (config.admin.enabled) {
-    admin = adminListener(logger);
+    admin = adminListener(config, logger);
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store });
     await admin.register(metricsRoute, { metrics });
