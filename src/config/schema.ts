@@ -229,6 +229,11 @@ export const ConfigSchema = z
     if (ctx.value.server.workers !== 1 && !ctx.value.store.url) {
       ctx.issues.push({ code: 'custom', path: ['server', 'workers'], message: 'more than one worker needs store.url (Redis): workers share no memory', input: ctx.value.server.workers });
     }
+    // The head is part of the request: Node refuses a head deadline past the whole one.
+    const { headersTimeoutMs, requestTimeoutMs } = ctx.value.server;
+    if (headersTimeoutMs > requestTimeoutMs) {
+      ctx.issues.push({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: `must be at most server.requestTimeoutMs (${requestTimeoutMs})`, input: headersTimeoutMs });
+    }
   });
 
 export type Config = z.infer<typeof ConfigSchema>;
