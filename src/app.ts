@@ -80,7 +80,7 @@ export interface Gateway {
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config);
   const ownStore = !options.store;
-  const store = options.store ?? (await createStore(config.store, logger));
+  const store = options.store ?? (await createStore(config.store, logger, config.limits));
   const identity = await createIdentityProvider(config.identity, logger);
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
