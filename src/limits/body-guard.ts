@@ -60,6 +60,8 @@ export function guardBody(req: IncomingMessage, limits: BodyGuardLimits, started
     },
   });
   guard.once('close', stop);
+  // Arrived whole: what the upstream does with it is not the client's doing.
+  req.once('end', stop);
 
   const slow = () => violated(gatehouseError('request_timeout', { reason: 'the request body did not arrive in time' }));
   deadline = setTimeout(slow, Math.max(0, limits.deadlineMs - (performance.now() - startedAt)));

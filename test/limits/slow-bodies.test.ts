@@ -93,13 +93,17 @@ describe('attack 1: trickling bodies to a public route', () => {
     expect(arrival.ended).toBe(false);
   });
 
-  it('answers 408 to a login body that has not arrived by server.requestTimeoutMs', async () => {
+  it('answers 408 to a login body that has not arrived by server.requestTimeoutMs, and to a head past server.headersTimeoutMs', async () => {
     const quick = await startTestGateway({ config: { server: { headersTimeoutMs: 200, requestTimeoutMs: 200 } } });
     try {
-      const connection = await rawConnection(quick.url);
-      connection.socket.write('POST /api/v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"user');
-      const answer = parseHead(await connection.closed);
-      expectDiagnoses(answer.status, answer.rest, 408, '408 (Request Timeout) - invalid_request: the request did not arrive in time');
+      const loginBody = await rawConnection(quick.url);
+      loginBody.socket.write('POST /api/v1/auth/login HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"user');
+      const head = await rawConnection(quick.url);
+      head.socket.write('GET /private/x HTTP/1.1\r\nhost: x\r\n');
+      for (const connection of [loginBody, head]) {
+        const answer = parseHead(await connection.closed);
+        expectDiagnoses(answer.status, answer.rest, 408, '408 (Request Timeout) - invalid_request: the request did not arrive in time');
+      }
     } finally {
       await quick.close();
     }
