@@ -87,7 +87,7 @@ export interface Gateway {
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config);
   const ownStore = !options.store;
-  const store = options.store ?? (await createStore(config.store, logger));
+  const store = options.store ?? (await createStore(config.store, logger, config.limits));
   const identity = await createIdentityProvider(config.identity, logger);
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
@@ -165,7 +165,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   let admin: FastifyInstance | undefined;
   if (config.admin.enabled) {
-    admin = adminListener(logger);
+    admin = adminListener(config, logger);
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store, drain });
     await admin.register(metricsRoute, { metrics });

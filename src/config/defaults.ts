@@ -8,6 +8,15 @@ export const DEFAULT_ADMIN_PORT = 9090;
 /** Body limit of the gateway's own JSON endpoints (login, refresh, token, status). */
 export const DEFAULT_API_BODY_LIMIT_BYTES = 16 * 1024;
 export const DEFAULT_LOG_LEVEL = 'info';
+/** Until a request's head has arrived (every listener). */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+/** Until a request to the gateway's own endpoints (or the admin listener) has arrived whole, body included. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+/** Open connections on the public listener, in total and from one client address. */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+/** Open connections on the admin listener: a flood of the public one must leave it answering. */
+export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
 
 export const DEFAULT_STORE_KEY_PREFIX = 'gatehouse:';
 
@@ -26,6 +35,13 @@ export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;
 export const DEFAULT_TARGET_DOWN_MS = 5_000;
 export const DEFAULT_MAX_SOCKETS_PER_TARGET = 256;
+/** A proxied request body must arrive whole within this (Node's own default request timeout). */
+export const DEFAULT_REQUEST_DEADLINE_MS = 300_000;
+/** A proxied request body must bring at least this many bytes per second, measured over each window. */
+export const DEFAULT_MIN_BODY_BYTES_PER_S = 128;
+export const DEFAULT_BODY_RATE_WINDOW_MS = 10_000;
+/** In-flight upstream requests of one public (auth: none) route, when it names no cap of its own. */
+export const DEFAULT_PUBLIC_ROUTE_MAX_UPSTREAM_CONNECTIONS = 64;
 
 export const DEFAULT_SUBJECT_HEADER = 'x-gatehouse-subject';
 export const DEFAULT_USERNAME_HEADER = 'x-gatehouse-username';
@@ -45,3 +61,8 @@ export const DEFAULT_OUTBOX_MAX_ENTRIES = 10_000;
 
 /** As Kubernetes' default termination grace: requests in flight get this long after a stop signal. */
 export const DEFAULT_SHUTDOWN_GRACE_S = 30;
+/** Live sessions of one user; a login past it ends the oldest. */
+export const DEFAULT_MAX_SESSIONS_PER_USER = 100;
+/** What the in-memory store holds at most; past it the oldest entries go (logged, counted). */
+export const DEFAULT_MEMORY_MAX_SESSIONS = 1_000_000;
+export const DEFAULT_MEMORY_MAX_REQUESTS = 1_000_000;

@@ -37,12 +37,26 @@ export const ServerSchema = z.strictObject({
    * before they are cut (Kubernetes' terminationGracePeriodSeconds by default).
    */
   shutdownGraceS: z.number().int().min(0).max(3600).default(d.DEFAULT_SHUTDOWN_GRACE_S),
+  /** Until a request's head has arrived, on both listeners. */
+  headersTimeoutMs: positiveInt.default(d.DEFAULT_HEADERS_TIMEOUT_MS),
+  /**
+   * Until a request to the gateway's own endpoints (login, refresh, token,
+   * status; every admin request) has arrived whole. Proxied requests have
+   * their route's `requestDeadlineMs` instead.
+   */
+  requestTimeoutMs: positiveInt.default(d.DEFAULT_REQUEST_TIMEOUT_MS),
+  /** Open connections on the public listener; past it a new one is closed at once. */
+  maxConnections: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS),
+  /** Open connections from one client address (trusted proxies are not counted). */
+  maxConnectionsPerAddress: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
 });
 
 export const AdminSchema = z.strictObject({
   enabled: z.boolean().default(true),
   host: host.default(d.DEFAULT_ADMIN_HOST),
   port: port.default(d.DEFAULT_ADMIN_PORT),
+  /** Open connections on the admin listener, its own cap: a flood of the public one never reaches it. */
+  maxConnections: positiveInt.default(d.DEFAULT_ADMIN_MAX_CONNECTIONS),
 });
 
 export const StoreSchema = z.strictObject({
@@ -101,6 +115,17 @@ export const RouteSchema = z.strictObject({
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
   /** Absent: no limit (bodies stream through; nothing is buffered). */
   bodyLimitBytes: positiveInt.optional(),
+  /** The whole request body must arrive within this, from the request's start. */
+  requestDeadlineMs: positiveInt.default(d.DEFAULT_REQUEST_DEADLINE_MS),
+  /** The body must bring at least this many bytes a second over each `bodyRateWindowMs`; 0: no minimum. */
+  minBodyBytesPerS: z.number().int().min(0).default(d.DEFAULT_MIN_BODY_BYTES_PER_S),
+  bodyRateWindowMs: positiveInt.default(d.DEFAULT_BODY_RATE_WINDOW_MS),
+  /**
+   * In-flight upstream requests this route may hold of its targets' shared
+   * connections; past it, 503 with Retry-After. Absent: a public route gets
+   * `proxy.publicRouteMaxUpstreamConnections`, an authenticated one the whole pool.
+   */
+  maxUpstreamConnections: positiveInt.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
   /** What to do with this route's 202 answers (spec 4.4). */
@@ -173,6 +198,16 @@ export const ProxySchema = z.strictObject({
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
   /** Keep-alive sockets per upstream target. */
   maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
+  /** The in-flight cap of a public route that names none: unauthenticated traffic never takes a whole pool. */
+  publicRouteMaxUpstreamConnections: positiveInt.default(d.DEFAULT_PUBLIC_ROUTE_MAX_UPSTREAM_CONNECTIONS),
+});
+
+export const LimitsSchema = z.strictObject({
+  /** Live sessions of one user; a login past it ends the oldest session. */
+  maxSessionsPerUser: positiveInt.default(d.DEFAULT_MAX_SESSIONS_PER_USER),
+  /** The in-memory store's bounds (Redis has its own memory policy). */
+  memoryMaxSessions: positiveInt.default(d.DEFAULT_MEMORY_MAX_SESSIONS),
+  memoryMaxRequests: positiveInt.default(d.DEFAULT_MEMORY_MAX_REQUESTS),
 });
 
 export const ConfigSchema = z
@@ -191,12 +226,18 @@ export const ConfigSchema = z
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
+  limits: LimitsSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {
     // Workers do not share memory: sessions and statuses must live in Redis.
     if (ctx.value.server.workers !== 1 && !ctx.value.store.url) {
       ctx.issues.push({ code: 'custom', path: ['server', 'workers'], message: 'more than one worker needs store.url (Redis): workers share no memory', input: ctx.value.server.workers });
+    }
+    // The head is part of the request: Node refuses a head deadline past the whole one.
+    const { headersTimeoutMs, requestTimeoutMs } = ctx.value.server;
+    if (headersTimeoutMs > requestTimeoutMs) {
+      ctx.issues.push({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: `must be at most server.requestTimeoutMs (${requestTimeoutMs})`, input: headersTimeoutMs });
     }
   });
 
@@ -210,6 +251,7 @@ export type TokensConfig = Config['tokens'];
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];
+export type LimitsConfig = Config['limits'];
 export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

@@ -28,6 +28,10 @@ export const ERRORS = {
   invalid_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'invalid bearer token' },
   route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },
   method_not_allowed: { status: 405, message: 'This method is not allowed at this address.', oauthError: 'invalid_request', reason: 'method not allowed' },
+  // A client too slow to send its request: it may not hold the gateway's connections (or an upstream's) for it.
+  request_timeout: { status: 408, message: 'The request did not arrive in time.', oauthError: 'invalid_request', reason: 'the request did not arrive in time' },
+  // A route's share of its upstream's connections is in use; the others stay free for other routes.
+  route_busy: { status: 503, message: 'The service is busy. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'too many requests in flight on this route' },
   payload_too_large: { status: 413, message: 'The request body is too large.', oauthError: 'invalid_request', reason: 'request body exceeds the limit' },
   request_not_found: { status: 404, message: 'No such request.', oauthError: 'not_found', reason: 'unknown request id' },
   invalid_service_credential: { status: 401, message: 'The service credential is missing or wrong.', oauthError: 'invalid_client', reason: 'invalid service credential' },

@@ -6,6 +6,8 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { limitConnections } from '../limits/connection-limits.js';
+import { armRequestDeadline } from '../limits/request-deadline.js';
 import { requestId } from '../observability/request-id.js';
 import { answerFrameworkError } from './error-handler.js';
 import type { Drain } from './drain.js';
@@ -19,8 +21,27 @@ type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket): void {
+  // Node's headersTimeout: the head did not arrive in time.
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    writeErrorToSocket(socket, gatehouseError('request_timeout'));
+    return;
+  }
   const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
   writeErrorToSocket(socket, gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }));
+}
+
+/**
+ * Node's timers for a request's arrival: the head within `headersTimeoutMs`,
+ * the whole request within `requestTimeoutMs` (0: none). They are checked
+ * every `connectionsCheckingInterval`, so that is kept well below them.
+ */
+function arrivalTimeouts(headersTimeoutMs: number, requestTimeoutMs: number) {
+  const shortest = requestTimeoutMs > 0 ? Math.min(headersTimeoutMs, requestTimeoutMs) : headersTimeoutMs;
+  return {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(shortest / 4))),
+  };
 }
 
 /**
@@ -29,18 +50,26 @@ function answerUnparsableRequest(error: Error & { code?: string }, socket: Socke
  * request, without Fastify's routing and hooks on the hot path.
  */
 export function publicListener(config: Config, logger: Logger, proxy: RequestListener, drain: Drain): FastifyInstance {
-  const { trustedProxies, apiBodyLimitBytes } = config.server;
+  const { trustedProxies, apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     serverFactory: (fastify: RequestListener) => {
-      const server = createServer((req, res) => {
-        if (isGatewayPath(req.url ?? '/')) fastify(req, res);
-        else proxy(req, res);
+      // No listener-wide request deadline: a proxied upload has its route's
+      // deadline and minimum rate (limits/body-guard.ts); the gateway's own
+      // endpoints get theirs here.
+      const server = createServer(arrivalTimeouts(headersTimeoutMs, 0), (req, res) => {
+        if (isGatewayPath(req.url ?? '/')) {
+          armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
+          fastify(req, res);
+        } else proxy(req, res);
       });
-      // Fastify sets these only on servers it creates itself. No overall
-      // request deadline: a large upload may stream for as long as it flows.
+      // Fastify sets this only on servers it creates itself.
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      server.requestTimeout = 0;
+      limitConnections(
+        server,
+        { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, trustedProxies },
+        logger.child({ listener: 'public' }),
+      );
       return server;
     },
     // Requests Node's parser refuses never reach a handler; answer them in the diagnostics format too.
@@ -73,10 +102,18 @@ export function publicListener(config: Config, logger: Logger, proxy: RequestLis
 }
 
 /** The admin listener's Fastify; its routes are registered by the assembly. */
-export function adminListener(logger: Logger): FastifyInstance {
-  return Fastify({
-    loggerInstance: logger.child({ listener: 'admin' }) as FastifyBaseLogger,
+export function adminListener(config: Config, logger: Logger): FastifyInstance {
+  const adminLogger = logger.child({ listener: 'admin' });
+  const { headersTimeoutMs, requestTimeoutMs } = config.server;
+  const app = Fastify({
+    loggerInstance: adminLogger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     frameworkErrors: answerFrameworkError,
+    http: arrivalTimeouts(headersTimeoutMs, requestTimeoutMs),
+    requestTimeout: requestTimeoutMs,
+    clientErrorHandler: answerUnparsableRequest,
   });
+  // Its own cap, far below the public one's: a flood of the public listener never reaches it.
+  limitConnections(app.server, { maxConnections: config.admin.maxConnections }, adminLogger);
+  return app;
 }

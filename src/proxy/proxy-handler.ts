@@ -12,11 +12,15 @@ import { accessLogger, redactUrl } from '../observability/logger.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import type { AsyncCapture } from '../requests/async-capture.js';
 import type { Admission, Admitted } from './admission.js';
-import { bodyLimiter, declaredLengthExceeds, hasBody } from './body-limit.js';
+import { guardBody } from '../limits/body-guard.js';
+import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
 import { isConnectFailure } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { UpstreamTarget } from './upstream-pool.js';
+
+/** A busy route's Retry-After: in-flight requests last about as long as a response. */
+const ROUTE_BUSY_RETRY_AFTER_S = 1;
 
 export interface ProxyHandlerOptions {
   admission: Admission;
@@ -84,8 +88,17 @@ export class ProxyHandler {
   };
 
   #admitted(exchange: Exchange): void {
-    const limit = exchange.route?.config.bodyLimitBytes;
+    const { route, routes, res } = exchange;
+    const limit = route?.config.bodyLimitBytes;
     if (limit !== undefined && declaredLengthExceeds(exchange.req, limit)) throw gatehouseError('payload_too_large');
+    if (route !== undefined && routes !== undefined) {
+      const pool = routes.pool(route);
+      // Only capped routes pay for the count (and its close listener).
+      if (pool.maxInFlight !== Infinity) {
+        if (!pool.tryAcquire()) throw gatehouseError('route_busy', { headers: { 'retry-after': String(ROUTE_BUSY_RETRY_AFTER_S) } });
+        res.once('close', () => pool.release());
+      }
+    }
     this.#forward(exchange);
   }
 
@@ -103,8 +116,13 @@ export class ProxyHandler {
     exchange.target = target;
     const { config } = route;
     const headers = this.#options.admission.upstreamHeaders(req, exchange, exchange.requestId);
-    const body = config.bodyLimitBytes !== undefined && hasBody(req)
-      ? bodyLimiter(req, config.bodyLimitBytes, () => this.#fail(exchange, gatehouseError('payload_too_large')))
+    const body = hasBody(req)
+      ? guardBody(
+          req,
+          { limitBytes: config.bodyLimitBytes, deadlineMs: config.requestDeadlineMs, minBytesPerS: config.minBodyBytesPerS, windowMs: config.bodyRateWindowMs },
+          exchange.started,
+          (error) => this.#fail(exchange, error),
+        )
       : req;
 
     const { engine } = this.#options;

@@ -29,7 +29,7 @@ export class ProxyRoutes {
     for (const route of table.routes) {
       const targets = route.config.upstreams.map((url) => registry.target(url));
       targets.forEach((t) => origins.add(t.origin));
-      pools.set(route, new UpstreamPool(targets, proxy.targetDownMs));
+      pools.set(route, new UpstreamPool(targets, proxy.targetDownMs, inFlightCap(route.config, proxy)));
     }
     registry.retainOnly(origins);
     return new ProxyRoutes(table, pools);
@@ -40,4 +40,15 @@ export class ProxyRoutes {
     if (!pool) throw new Error(`no pool for route ${route.name}`);
     return pool;
   }
+}
+
+/**
+ * A route's cap on in-flight upstream requests: its own, else a public
+ * route's default (unauthenticated traffic must leave the shared targets'
+ * connections to authenticated routes), else none. A reload starts the count
+ * afresh; requests in flight then release the old pool's places.
+ */
+function inFlightCap(route: RouteConfig, proxy: ProxyConfig): number {
+  if (route.maxUpstreamConnections !== undefined) return route.maxUpstreamConnections;
+  return route.auth === 'none' ? proxy.publicRouteMaxUpstreamConnections : Infinity;
 }

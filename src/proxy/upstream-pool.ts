@@ -49,12 +49,31 @@ export class TargetRegistry {
 
 export class UpstreamPool {
   readonly targets: readonly UpstreamTarget[];
+  /**
+   * Upstream requests of this route in flight at once, at most: the targets'
+   * connections are shared by every route that names them, and one route
+   * (a public one above all) must not take them all. Infinity: no cap.
+   */
+  readonly maxInFlight: number;
+  #inFlight = 0;
   readonly #downMs: number;
   #next = 0;
 
-  constructor(targets: readonly UpstreamTarget[], downMs: number) {
+  constructor(targets: readonly UpstreamTarget[], downMs: number, maxInFlight = Infinity) {
     this.targets = targets;
     this.#downMs = downMs;
+    this.maxInFlight = maxInFlight;
+  }
+
+  /** Takes one of the route's in-flight places; false when all are taken. Each true is followed by one `release`. */
+  tryAcquire(): boolean {
+    if (this.#inFlight >= this.maxInFlight) return false;
+    this.#inFlight += 1;
+    return true;
+  }
+
+  release(): void {
+    this.#inFlight -= 1;
   }
 
   /**

@@ -3,7 +3,7 @@
 // down at start does not stop the gateway: it starts, answers 503 where it
 // needs the store, and recovers by itself when Redis returns.
 import type { Logger } from 'pino';
-import type { StoreConfig } from '../config/schema.js';
+import type { LimitsConfig, StoreConfig } from '../config/schema.js';
 import { MemoryStore } from './memory-store.js';
 import { ReconnectSchedule } from './reconnect-schedule.js';
 import { createRedisClient } from './redis-client.js';
@@ -15,19 +15,23 @@ import { parseStoreUrl, redactStoreUrl } from './store-url.js';
 /** How long start-up waits to report whether Redis answers (it starts either way). */
 const STARTUP_PROBE_TIMEOUT_MS = 3_000;
 
-export async function createStore(config: StoreConfig, logger: Logger): Promise<Store> {
+/** `limits`: the sessions-per-user cap and the in-memory store's bounds; absent, their defaults. */
+export async function createStore(config: StoreConfig, logger: Logger, limits?: LimitsConfig): Promise<Store> {
   const log = logger.child({ component: 'store' });
   if (!config.url) {
     log.warn(
       'no store.url is configured: using the in-memory store, so sessions and request statuses are neither durable ' +
         '(lost on restart) nor shared between instances; configure Redis (store.url or REDIS_URL) to run more than one instance',
     );
-    return new MemoryStore({ logger: log });
+    return new MemoryStore({
+      logger: log,
+      ...(limits && { maxSessionsPerUser: limits.maxSessionsPerUser, maxSessions: limits.memoryMaxSessions, maxRequests: limits.memoryMaxRequests }),
+    });
   }
 
   const description = parseStoreUrl(config.url);
   const reconnects = new ReconnectSchedule();
-  const store = new RedisStore(createRedisClient(description, reconnects), { keyPrefix: config.keyPrefix, logger: log, reconnects });
+  const store = new RedisStore(createRedisClient(description, reconnects), { keyPrefix: config.keyPrefix, logger: log, reconnects, ...(limits && { maxSessionsPerUser: limits.maxSessionsPerUser }) });
   const where = { store: redactStoreUrl(config.url), mode: description.mode };
   const answered = await withinDeadline(Promise.all([store.ping(), store.listening()]), STARTUP_PROBE_TIMEOUT_MS).then(
     () => true,

@@ -2,14 +2,20 @@
 // single instance and for tests; a deployment of several instances needs Redis
 // (see create-store.ts, which warns when this one is chosen).
 import { pino, type Logger } from 'pino';
+import { DEFAULT_MAX_SESSIONS_PER_USER, DEFAULT_MEMORY_MAX_REQUESTS, DEFAULT_MEMORY_MAX_SESSIONS } from '../config/defaults.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
 import { Listeners } from './listeners.js';
 
 export interface MemoryStoreOptions {
   /** How often expired sessions are dropped; reads hide them in between. */
   sweepIntervalMs?: number;
-  /** Where a throwing revocation listener is reported. */
+  /** Where a throwing revocation listener, and an eviction, is reported. */
   logger?: Logger;
+  /** Live sessions of one user (by `sub`); a new one past it ends the oldest. */
+  maxSessionsPerUser?: number;
+  /** Sessions and request records held in all; past it the oldest go (a warning, counted in `evicted`). */
+  maxSessions?: number;
+  maxRequests?: number;
 }
 
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
@@ -17,8 +23,16 @@ const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
 
+  // Maps keep insertion order: the first entry is always the oldest.
   private readonly sessions = new Map<string, SessionRecord>();
+  /** sub → its sessions' sids, oldest first. */
+  private readonly sessionsByUser = new Map<string, Set<string>>();
   private readonly requests = new Map<string, { record: RequestRecord; expiresAt: number }>();
+  private readonly maxSessionsPerUser: number;
+  private readonly maxSessions: number;
+  private readonly maxRequests: number;
+  /** Entries dropped because a bound was reached (not by expiry, not by a user's own cap). */
+  readonly evicted = { sessions: 0, requests: 0 };
   private readonly statusChanges: Listeners<RequestStatusChange>;
   private readonly logger: Logger;
   private readonly revocations: Listeners<string>;
@@ -26,6 +40,9 @@ export class MemoryStore implements Store {
 
   constructor(options: MemoryStoreOptions = {}) {
     this.logger = options.logger ?? pino({ enabled: false });
+    this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
+    this.maxSessions = options.maxSessions ?? DEFAULT_MEMORY_MAX_SESSIONS;
+    this.maxRequests = options.maxRequests ?? DEFAULT_MEMORY_MAX_REQUESTS;
     this.revocations = new Listeners<string>('session revocation', this.logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.logger);
     // Without the sweep, sessions that are never read again (the common case:
@@ -45,25 +62,59 @@ export class MemoryStore implements Store {
     // A copy, so a caller mutating its object cannot change what is stored
     // (the Redis store behaves the same way through its JSON round trip).
     this.sessions.set(session.sid, { ...session });
+    let sids = this.sessionsByUser.get(session.sub);
+    if (sids === undefined) {
+      sids = new Set();
+      this.sessionsByUser.set(session.sub, sids);
+    }
+    sids.add(session.sid);
+    // The user's oldest sessions end, announced as any revocation is.
+    for (const oldest of sids) {
+      if (sids.size <= this.maxSessionsPerUser) break;
+      this.endSession(oldest);
+    }
+    if (this.sessions.size > this.maxSessions) {
+      const oldest = this.sessions.keys().next().value as string;
+      this.endSession(oldest);
+      this.evicted.sessions += 1;
+      this.logger.warn({ event: 'store_evicted', kind: 'session', max: this.maxSessions, evicted: this.evicted.sessions }, 'in-memory store full: the oldest session ended');
+    }
   }
 
   async getSession(sid: string): Promise<SessionRecord | null> {
     const session = this.sessions.get(sid);
     if (session === undefined) return null;
     if (isExpired(session)) {
-      this.sessions.delete(sid);
+      this.forgetSession(session);
       return null;
     }
     return { ...session };
   }
 
   async revokeSession(sid: string): Promise<boolean> {
+    return this.endSession(sid);
+  }
+
+  /** Forgets the session; true, and announced, when it was live. */
+  private endSession(sid: string): boolean {
     const session = this.sessions.get(sid);
     if (session === undefined) return false;
-    this.sessions.delete(sid);
+    this.forgetSession(session);
     if (isExpired(session)) return false;
     this.revocations.emit(sid);
     return true;
+  }
+
+  private forgetSession(session: SessionRecord): void {
+    this.sessions.delete(session.sid);
+    const sids = this.sessionsByUser.get(session.sub);
+    sids?.delete(session.sid);
+    if (sids?.size === 0) this.sessionsByUser.delete(session.sub);
+  }
+
+  /** Live sessions of one user (`sub`), expired ones the sweep has not dropped yet included. */
+  sessionCount(sub: string): number {
+    return this.sessionsByUser.get(sub)?.size ?? 0;
   }
 
   onSessionRevoked(listener: RevocationListener): () => void {
@@ -78,6 +129,11 @@ export class MemoryStore implements Store {
   async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     if (this.liveRequest(record.id)) return false;
     this.requests.set(record.id, { record: { ...record }, expiresAt: Date.now() + retentionMs });
+    if (this.requests.size > this.maxRequests) {
+      this.requests.delete(this.requests.keys().next().value as string);
+      this.evicted.requests += 1;
+      this.logger.warn({ event: 'store_evicted', kind: 'request', max: this.maxRequests, evicted: this.evicted.requests }, 'in-memory store full: the oldest request record was dropped');
+    }
     return true;
   }
 
@@ -122,8 +178,8 @@ export class MemoryStore implements Store {
 
   private sweepExpired(): void {
     const now = Date.now();
-    for (const [sid, session] of this.sessions) {
-      if (session.expiresAt <= now) this.sessions.delete(sid);
+    for (const session of this.sessions.values()) {
+      if (session.expiresAt <= now) this.forgetSession(session);
     }
     for (const [id, entry] of this.requests) {
       if (entry.expiresAt <= now) this.requests.delete(id);

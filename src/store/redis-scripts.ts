@@ -17,6 +17,24 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 return 1`;
 
+// KEYS[1] the user's sessions: a sorted set of sids by creation time (epoch
+// ms), under the user's own hash tag. ARGV: the new sid, its createdAt, its
+// expiresAt, the lifetime of a session (ms), the most a user may hold.
+// Forgets the sids whose sessions have expired, adds the new one, keeps the
+// set as long as its newest session lives, and takes out the oldest sids past
+// the cap: the caller ends those sessions (each its own slot in a Cluster)
+// with the revocation script, which announces them.
+const TRACK_USER_SESSION = `
+local createdAt = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. (createdAt - tonumber(ARGV[4])))
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) - createdAt then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
+if excess <= 0 then return {} end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, excess - 1)
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1)
+return oldest`;
+
 // KEYS[1] the session; ARGV: now (epoch ms), the channel, the sid.
 // Deletes and announces in one step, so no failure between the two can leave
 // a session deleted here but still trusted by the other instances' caches.
@@ -76,6 +94,7 @@ return 'applied'`;
 const SCRIPTS = {
   gatehouseCreateSession: CREATE_SESSION,
   gatehouseRevokeSession: REVOKE_SESSION,
+  gatehouseTrackUserSession: TRACK_USER_SESSION,
   gatehouseCreateRequest: CREATE_REQUEST,
   gatehouseTransitionRequest: TRANSITION_REQUEST,
 } as const;
@@ -84,6 +103,7 @@ const SCRIPTS = {
 interface ScriptCommands {
   gatehouseCreateSession(key: string, expiresAtMs: number, ...fields: string[]): Promise<number>;
   gatehouseRevokeSession(key: string, nowMs: number, channel: string, sid: string): Promise<number>;
+  gatehouseTrackUserSession(key: string, sid: string, createdAt: string, expiresAt: string, lifetimeMs: string, max: number): Promise<unknown>;
   gatehouseCreateRequest(key: string, retentionMs: number, ...fields: string[]): Promise<number>;
   gatehouseTransitionRequest(
     key: string,
@@ -102,6 +122,8 @@ export interface StoreScripts {
   createSession(key: string, expiresAtMs: number, fields: string[]): Promise<void>;
   /** Deletes the session; true, and announced on `channel`, when it was live at `nowMs`. */
   revokeSession(key: string, nowMs: number, channel: string, sid: string): Promise<boolean>;
+  /** Adds the sid to its user's set and returns the sids of the oldest sessions past `max`, to be ended. */
+  trackUserSession(key: string, session: { sid: string; createdAt: number; expiresAt: number }, max: number): Promise<string[]>;
   /** Writes the record unless the key exists; true when written. */
   createRequest(key: string, retentionMs: number, fields: string[]): Promise<boolean>;
   transitionRequest(
@@ -123,6 +145,13 @@ export function defineStoreScripts(client: RedisClient): StoreScripts {
     },
     async revokeSession(key, nowMs, channel, sid) {
       return (await commands.gatehouseRevokeSession(key, nowMs, channel, sid)) === 1;
+    },
+    async trackUserSession(key, { sid, createdAt, expiresAt }, max) {
+      const lifetimeMs = Math.max(0, expiresAt - createdAt);
+      // PEXPIREAT takes whole milliseconds.
+      const reply = await commands.gatehouseTrackUserSession(key, sid, String(createdAt), String(Math.ceil(expiresAt)), String(lifetimeMs), max);
+      if (!Array.isArray(reply) || !reply.every((sid) => typeof sid === 'string')) throw new Error(`unexpected reply from the session tracking script: ${String(reply)}`);
+      return reply as string[];
     },
     async createRequest(key, retentionMs, fields) {
       return (await commands.gatehouseCreateRequest(key, retentionMs, ...fields)) === 1;

@@ -9,6 +9,7 @@
 // and no operation waits longer than `operationTimeoutMs`. Callers answer
 // 503 and never see, or hang on, Redis itself.
 import { pino, type Logger } from 'pino';
+import { DEFAULT_MAX_SESSIONS_PER_USER } from '../config/defaults.js';
 import type { GatehouseError } from '../http/errors.js';
 import { AnnouncementFeed } from './redis-announcements.js';
 import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
@@ -35,6 +36,8 @@ export interface RedisStoreOptions {
   operationTimeoutMs?: number;
   /** The schedule the client's retry strategy keeps (see createRedisClient): the Retry-After of a failure. */
   reconnects?: ReconnectSchedule;
+  /** Live sessions of one user (by `sub`); a new one past it ends the oldest. */
+  maxSessionsPerUser?: number;
 }
 
 /** Above the client's own 2 s command timeout: a last guard, not the usual path. */
@@ -51,6 +54,7 @@ export class RedisStore implements Store {
   private readonly logger: Logger;
   private readonly operationTimeoutMs: number;
   private readonly reconnects: ReconnectSchedule;
+  private readonly maxSessionsPerUser: number;
   private closed = false;
 
   /** Takes ownership of `client`: `close()` quits it. */
@@ -61,6 +65,7 @@ export class RedisStore implements Store {
     this.logger = options.logger ?? pino({ enabled: false });
     this.operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
     this.reconnects = options.reconnects ?? new ReconnectSchedule();
+    this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
 
     this.subscriber = duplicateForSubscribing(client);
     const closed = () => this.closed;
@@ -82,7 +87,12 @@ export class RedisStore implements Store {
     // Already over: nothing to keep, and PEXPIREAT would delete it at once.
     if (session.expiresAt <= Date.now()) return;
     const fields = sessionFields(session);
+    // Counted first: a session written but never counted would escape the
+    // cap, while a sid counted but never written is only a place taken
+    // until it is the oldest.
+    const oldest = await this.run(() => this.scripts.trackUserSession(this.userSessionsKey(session.sub), session, this.maxSessionsPerUser));
     await this.run(() => this.scripts.createSession(this.sessionKey(session.sid), Math.ceil(session.expiresAt), fields));
+    for (const sid of oldest) await this.revokeSession(sid);
   }
 
   async getSession(sid: string): Promise<SessionRecord | null> {
@@ -187,6 +197,11 @@ export class RedisStore implements Store {
   /** The `{sid}` hash tag keeps everything about one session in one Cluster slot. */
   private sessionKey(sid: string): string {
     return `${this.keyPrefix}session:{${sid}}`;
+  }
+
+  /** A user's sessions, by creation time; the `{sub}` hash tag gives each user's set one Cluster slot. */
+  private userSessionsKey(sub: string): string {
+    return `${this.keyPrefix}user-sessions:{${sub}}`;
   }
 
   /** The `{id}` hash tag: one record, one Cluster slot. */

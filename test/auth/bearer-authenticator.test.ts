@@ -650,7 +650,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
 describe('BearerAuthenticator under a flood of revocations', () => {
   it('does not cache a first check during which a remembered revocation had to be forgotten', async () => {
     const parts = await makeParts();
-    const store = new CountingStore(new MemoryStore());
+    // 10,001 sessions of one user: room for them past the default sessions-per-user cap.
+    const store = new CountingStore(new MemoryStore({ maxSessionsPerUser: 20_000 }));
     const auth = new BearerAuthenticator({ verifier: parts.verifier, store, identity: parts.identity, maxEntries: 10, logger: silent, now: () => parts.clock.ms });
     try {
       const others = Array.from({ length: 10_001 }, () => randomUUID());

@@ -24,7 +24,8 @@ describe('MemoryStore', () => {
   });
 
   it('drops expired sessions nobody reads again, so memory stays bounded', async () => {
-    const store = new MemoryStore({ sweepIntervalMs: 50 });
+    // 101 sessions of one user: room for them past the default sessions-per-user cap.
+    const store = new MemoryStore({ sweepIntervalMs: 50, maxSessionsPerUser: 1_000 });
     try {
       for (let i = 0; i < 100; i += 1) await store.createSession(sessionRecord({ expiresAt: Date.now() + 100 }));
       const lasting = sessionRecord();
