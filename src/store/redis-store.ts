@@ -173,8 +173,22 @@ export class RedisStore implements Store {
     return this.feed.statusChanges.add(listener);
   }
 
+  /**
+   * Resolves only when a writable master answers: during a failover the old
+   * master still answers PING (and even takes writes, which are lost when it
+   * is demoted), so readiness asks for its role, and a Cluster for its state
+   * (every slot served).
+   */
   async ping(): Promise<void> {
-    await this.run(() => this.client.ping());
+    await this.run(async () => {
+      if (this.client.isCluster) {
+        const info = String(await this.client.cluster('INFO'));
+        if (!info.includes('cluster_state:ok')) throw new Error('the Redis Cluster does not serve every slot (cluster_state is not ok)');
+        return;
+      }
+      const [role] = (await this.client.role()) as unknown[];
+      if (role !== 'master') throw new Error(`Redis answers as a ${String(role)}: no writable master is known`);
+    });
   }
 
   async close(): Promise<void> {
