@@ -8,6 +8,7 @@
 // whose Retry-After is the time until the client's next reconnect attempt,
 // and no operation waits longer than `operationTimeoutMs`. Callers answer
 // 503 and never see, or hang on, Redis itself.
+import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import type { GatehouseError } from '../http/errors.js';
 import { AnnouncementFeed } from './redis-announcements.js';
@@ -35,7 +36,17 @@ export interface RedisStoreOptions {
   operationTimeoutMs?: number;
   /** The schedule the client's retry strategy keeps (see createRedisClient): the Retry-After of a failure. */
   reconnects?: ReconnectSchedule;
+  /**
+   * Replicas that must hold a new request record before it counts as
+   * written (`WAIT`). With Sentinel, 1: a master being replaced still takes
+   * writes that its successor never sees; unconfirmed, the record goes back
+   * to the outbox and is written again, to whichever node is master by then.
+   */
+  replicasToConfirm?: number;
 }
+
+/** How long a record's write waits for a replica before it is retried instead. */
+const REPLICA_CONFIRM_TIMEOUT_MS = 500;
 
 /** Above the client's own 2 s command timeout: a last guard, not the usual path. */
 const DEFAULT_OPERATION_TIMEOUT_MS = 2_500;
@@ -51,6 +62,7 @@ export class RedisStore implements Store {
   private readonly logger: Logger;
   private readonly operationTimeoutMs: number;
   private readonly reconnects: ReconnectSchedule;
+  private readonly replicasToConfirm: number;
   private closed = false;
 
   /** Takes ownership of `client`: `close()` quits it. */
@@ -61,6 +73,7 @@ export class RedisStore implements Store {
     this.logger = options.logger ?? pino({ enabled: false });
     this.operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
     this.reconnects = options.reconnects ?? new ReconnectSchedule();
+    this.replicasToConfirm = options.replicasToConfirm ?? 0;
 
     this.subscriber = duplicateForSubscribing(client);
     const closed = () => this.closed;
@@ -123,7 +136,19 @@ export class RedisStore implements Store {
   async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     const ttlMs = retentionPx(retentionMs);
     const fields = requestFields(record);
-    return this.run(() => this.scripts.createRequest(this.requestKey(record.id), ttlMs, fields));
+    return this.run(async () => {
+      const created = await this.scripts.createRequest(this.requestKey(record.id), ttlMs, fields);
+      // Also when the record was there already: that earlier write may not have reached a replica either.
+      if (this.replicasToConfirm > 0) await this.confirmReplicated();
+      return created;
+    });
+  }
+
+  private async confirmReplicated(): Promise<void> {
+    const replicas = await (this.client as Redis).wait(this.replicasToConfirm, REPLICA_CONFIRM_TIMEOUT_MS);
+    if (replicas < this.replicasToConfirm) {
+      throw new Error(`the record reached ${replicas} of ${this.replicasToConfirm} replicas within ${REPLICA_CONFIRM_TIMEOUT_MS} ms`);
+    }
   }
 
   async getRequest(id: string): Promise<RequestRecord | null> {
