@@ -32,6 +32,7 @@ import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
 import { AsyncCapture } from './requests/async-capture.js';
 import { internalRoutes } from './requests/internal-routes.js';
+import { Journal } from './requests/journal.js';
 import { RequestTracker } from './requests/request-tracker.js';
 import { statusRoutes } from './requests/status-routes.js';
 import { UpstreamReconciler } from './requests/upstream-reconciler.js';
@@ -116,6 +117,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     logger,
     retentionMs: config.requests.retentionS * 1000,
     outboxMaxEntries: config.requests.outboxMaxEntries,
+    unknownAfterOutageMs: config.requests.unknownAfterOutageS * 1000,
+    // The in-memory store never refuses a record: nothing to journal, and the
+    // embedded default writes no folder.
+    ...(store.kind === 'redis' && {
+      journal: await Journal.open(config.requests.journalDir, { logger, maxBytes: config.requests.journalMaxBytes }),
+    }),
   });
   const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
 

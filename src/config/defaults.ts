@@ -66,3 +66,13 @@ export const DEFAULT_MAX_SESSIONS_PER_USER = 100;
 /** What the in-memory store holds at most; past it the oldest entries go (logged, counted). */
 export const DEFAULT_MEMORY_MAX_SESSIONS = 1_000_000;
 export const DEFAULT_MEMORY_MAX_REQUESTS = 1_000_000;
+/** Relative to the config file's folder, as every path in the config. */
+export const DEFAULT_JOURNAL_DIR = 'data/journal';
+/** About 200,000 records of ~500 bytes: hours of 202s at a busy route's rate. */
+export const DEFAULT_JOURNAL_MAX_BYTES = 100 * 1024 * 1024;
+/**
+ * After an outage, how long an unknown request id answers 503 rather than 404:
+ * another instance may still be writing records it accepted meanwhile (its
+ * outbox retries at least every second; a deep outbox takes longer to drain).
+ */
+export const DEFAULT_UNKNOWN_AFTER_OUTAGE_S = 10;

@@ -139,6 +139,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   const config = result.data;
   config.identity.usersFile = files.usersFile!;
   config.tokens.keysFile = files.keysFile!;
+  config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
   return { config: deepFreeze(config), problems: [], files, label };
 }
 

@@ -165,6 +165,16 @@ export const RequestsSchema = z.strictObject({
   /** Records waiting for the store while it is down, in memory; past this they are dropped (logged, counted). */
   outboxMaxEntries: positiveInt.default(d.DEFAULT_OUTBOX_MAX_ENTRIES),
   /**
+   * Where records the store could not take are journaled (fsynced) before
+   * their 202 goes out, until the store has them; relative to the config
+   * file's folder. Used only with Redis: the in-memory store never refuses.
+   */
+  journalDir: z.string().min(1).default(d.DEFAULT_JOURNAL_DIR),
+  /** The most one process's journal holds; past it, records wait in memory only (logged). */
+  journalMaxBytes: positiveInt.default(d.DEFAULT_JOURNAL_MAX_BYTES),
+  /** After a store outage, unknown request ids answer 503 (not 404) this long: records accepted elsewhere may still arrive. */
+  unknownAfterOutageS: positiveInt.default(d.DEFAULT_UNKNOWN_AFTER_OUTAGE_S),
+  /**
    * The credential backend services present to the internal status API
    * (`Authorization: Bearer …`); set it with GATEHOUSE_SERVICE_TOKEN. Absent:
    * the internal API refuses every call.

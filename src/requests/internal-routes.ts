@@ -64,7 +64,8 @@ export async function internalRoutes(app: FastifyInstance, options: InternalRout
       case 'conflict':
         throw gatehouseError('status_transition_refused', { reason: `the request has ${status === 'completed' ? 'failed' : 'completed'} already` });
       case 'not_found':
-        throw gatehouseError('request_not_found');
+        // Not a definitive 404 while the record may still be on its way from another instance.
+        throw tracker.unknown();
     }
   });
 }

@@ -23,6 +23,8 @@ export interface OutboxOptions {
   /** First retry delay after a failed write; doubles up to `maxRetryDelayMs`. */
   initialRetryDelayMs?: number;
   maxRetryDelayMs?: number;
+  /** Told after a drain that wrote records and left the outbox empty. */
+  drained?: () => void;
 }
 
 const DEFAULT_INITIAL_RETRY_DELAY_MS = 50;
@@ -131,7 +133,10 @@ export class Outbox {
     }
     this.#delayMs = this.#initialDelayMs;
     this.#lastFailure = undefined;
-    if (written > 0) this.#options.logger.info({ written }, 'outbox drained: every waiting request record is in the store');
+    if (written > 0) {
+      this.#options.logger.info({ written }, 'outbox drained: every waiting request record is in the store');
+      this.#options.drained?.();
+    }
   }
 
   /** At most one timer; a drain under way reschedules itself when it ends (see drain). */

@@ -8,10 +8,18 @@
 //   store's own Retry-After, whatever the store threw.
 // - Long polls need to hear of status changes: its watches
 //   (request-watches.ts) ride one store subscription.
+// - A record must survive this process too: with a journal, a queued record
+//   is on disk before the 202 goes out (journal-backlog.ts), and an unknown
+//   id is not called unknown while records may still be on their way
+//   (outage-window.ts).
 import type { Logger } from 'pino';
+import { gatehouseError, type GatehouseError } from '../http/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
+import { JournalBacklog } from './journal-backlog.js';
+import type { Journal } from './journal.js';
+import { OutageWindow } from './outage-window.js';
 import { Outbox } from './outbox.js';
 import { RequestWatches, type RequestWatch, type WatchEvent } from './request-watches.js';
 
@@ -39,7 +47,14 @@ export interface RequestTrackerOptions {
   /** Open watches (long polls) this instance keeps at most; past it, polls answer at once. */
   maxWatches?: number;
   outboxRetryDelayMs?: { initial: number; max: number };
+  /** Where queued records go before their 202 (`requests.journalDir`); none: memory only. */
+  journal?: Journal;
+  /** `requests.unknownAfterOutageS` in ms. */
+  unknownAfterOutageMs?: number;
+  now?: () => number;
 }
+
+const DEFAULT_UNKNOWN_AFTER_OUTAGE_MS = 10_000;
 
 /** A long poll holds a watch, a timer and a socket: bounded well below what the process can hold. */
 const DEFAULT_MAX_WATCHES = 10_000;
@@ -51,6 +66,9 @@ export class RequestTracker {
   readonly #retentionMs: number;
   readonly #outbox: Outbox;
   readonly #watches: RequestWatches;
+  readonly #backlog: JournalBacklog | undefined;
+  readonly #outages: OutageWindow;
+  readonly #stopHearingResumes: () => void;
 
   constructor(options: RequestTrackerOptions) {
     this.#store = options.store;
@@ -60,6 +78,8 @@ export class RequestTracker {
     this.#outbox = new Outbox({
       maxEntries: options.outboxMaxEntries,
       write: (record) => this.#writeQueued(record),
+      // The store is back: what the journal holds (ours, and a dead process's) goes in too.
+      drained: () => this.#backlog?.replay(),
       metrics: options.metrics,
       logger: this.#logger,
       ...(options.outboxRetryDelayMs && {
@@ -68,6 +88,14 @@ export class RequestTracker {
       }),
     });
     this.#watches = new RequestWatches(options.store, options.maxWatches ?? DEFAULT_MAX_WATCHES);
+    this.#outages = new OutageWindow(options.unknownAfterOutageMs ?? DEFAULT_UNKNOWN_AFTER_OUTAGE_MS, options.now);
+    // Every instance sharing the store hears its feed resume after an outage,
+    // also one that had no request to fail meanwhile.
+    this.#stopHearingResumes = options.store.onRevocationFeedResumed(() => this.#outages.note());
+    if (options.journal) {
+      this.#backlog = new JournalBacklog(options.journal, (record) => this.#writeQueued(record), this.#logger);
+      this.#backlog.replay();
+    }
   }
 
   /** Records waiting in the outbox for the store. */
@@ -88,13 +116,29 @@ export class RequestTracker {
     if (this.#outbox.has(record.id)) return 'duplicate';
     // While records wait, new ones queue behind them: the store receives
     // them in the order their 202s went out.
-    if (this.#outbox.size > 0) return this.#enqueue(record);
+    if (this.#outbox.size > 0) return this.#queue(record);
     try {
       return (await this.#store.createRequest(record, this.#retentionMs)) ? 'recorded' : 'duplicate';
     } catch (error) {
+      // Whatever the failure — a connection lost, READONLY from a demoted
+      // master, CLUSTERDOWN, LOADING, a timeout — the record is retried, never dropped.
+      this.#outages.note();
       this.#logger.warn({ err: error, requestId: record.id }, 'request record not written: the store is unavailable; it waits in the outbox');
-      return this.#enqueue(record);
+      return this.#queue(record);
     }
+  }
+
+  /**
+   * What to answer for an id the store does not hold: 404, unless a record
+   * with it may still be on its way to the store (after an outage, or before
+   * the journal has been written back since the start); then 503 with the
+   * time until that is known.
+   */
+  unknown(): GatehouseError {
+    const remainingMs = this.#outages.msRemaining();
+    const unsure = remainingMs > 0 || (this.#backlog !== undefined && !this.#backlog.replayed);
+    if (!unsure) return gatehouseError('request_not_found');
+    return storeUnavailable(new Error('records accepted during a store outage may still be on their way'), remainingMs);
   }
 
   /**
@@ -112,6 +156,7 @@ export class RequestTracker {
     try {
       stored = await this.#store.getRequest(id);
     } catch (error) {
+      this.#outages.note();
       throw storeUnavailable(error);
     }
     return stored ?? this.#outbox.get(id) ?? null;
@@ -140,6 +185,7 @@ export class RequestTracker {
     try {
       outcome = await this.#store.transitionRequest(id, status, this.#retentionMs);
     } catch (error) {
+      this.#outages.note();
       this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
       throw storeUnavailable(error);
     }
@@ -176,12 +222,16 @@ export class RequestTracker {
   /**
    * Ends the watches, stops listening to the store and makes one last
    * attempt to write what waits in the outbox; whatever is still there then
-   * is lost with this process, and logged as such.
+   * goes to the journal (the next start replays it). Only what the journal
+   * cannot take either (or all of it, without a journal) is lost with this
+   * process, and logged as such.
    */
   async close(): Promise<void> {
     this.#watches.close();
+    this.#stopHearingResumes();
     if (this.#outbox.size > 0) await this.#outbox.drain();
-    const lost = this.#outbox.close();
+    const waiting = this.#outbox.close();
+    const lost = this.#backlog ? await this.#backlog.close(waiting) : waiting;
     if (lost.length > 0) {
       this.#logger.error(
         { event: 'outbox_lost', records: lost.length, requestIds: lost.slice(0, 100).map((record) => record.id) },
@@ -190,8 +240,12 @@ export class RequestTracker {
     }
   }
 
-  #enqueue(record: RequestRecord): RecordOutcome {
+  /** Journal first (the 202 waits for the fsync), then the outbox, which writes it as soon as it can. */
+  async #queue(record: RequestRecord): Promise<RecordOutcome> {
+    const onDisk = (await this.#backlog?.append(record)) ?? false;
     if (this.#outbox.enqueue(record)) return 'queued';
+    // Full outbox, but on disk: the journal's replay writes it.
+    if (onDisk) return 'queued';
     this.#metrics.outboxDropped.inc();
     this.#logger.error(
       { event: 'outbox_full', requestId: record.id, route: record.route, outboxSize: this.#outbox.size },
@@ -202,6 +256,7 @@ export class RequestTracker {
 
   async #writeQueued(record: RequestRecord): Promise<void> {
     const created = await this.#store.createRequest(record, this.#retentionMs);
+    this.#backlog?.written(record.id);
     // Already there: an earlier attempt that timed out on our side landed after all.
     if (!created) this.#logger.debug({ requestId: record.id }, 'outbox: record was already in the store');
   }

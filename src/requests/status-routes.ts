@@ -72,7 +72,7 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
     reply.raw.once('close', clientGone);
     try {
       const record = await tracker.get(id);
-      if (record === null || record.sub !== principal.sub) throw notFound();
+      if (record === null || record.sub !== principal.sub) throw tracker.unknown();
       let current: RequestStatus = await reconciler.reconcile(record);
       const deadline = Date.now() + waitMs;
       while (current === 'pending' && watch !== null) {
@@ -86,7 +86,7 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
         } else if (event === 'recheck') {
           // Changes may have been missed while the feed was down: read again.
           const fresh = await tracker.get(id);
-          if (fresh === null) throw notFound();
+          if (fresh === null) throw tracker.unknown();
           current = fresh.status;
         } else if (watch.closed) {
           break;

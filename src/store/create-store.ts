@@ -31,7 +31,14 @@ export async function createStore(config: StoreConfig, logger: Logger, limits?: 
 
   const description = parseStoreUrl(config.url);
   const reconnects = new ReconnectSchedule();
-  const store = new RedisStore(createRedisClient(description, reconnects), { keyPrefix: config.keyPrefix, logger: log, reconnects, ...(limits && { maxSessionsPerUser: limits.maxSessionsPerUser }) });
+  const store = new RedisStore(createRedisClient(description, reconnects), {
+    keyPrefix: config.keyPrefix,
+    logger: log,
+    reconnects,
+    ...(limits && { maxSessionsPerUser: limits.maxSessionsPerUser }),
+    // A Sentinel set fails over on purpose: acknowledge records only once a replica holds them.
+    replicasToConfirm: description.mode === 'sentinel' ? 1 : 0,
+  });
   const where = { store: redactStoreUrl(config.url), mode: description.mode };
   const answered = await withinDeadline(Promise.all([store.ping(), store.listening()]), STARTUP_PROBE_TIMEOUT_MS).then(
     () => true,

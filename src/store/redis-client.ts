@@ -8,6 +8,17 @@ export type RedisClient = Redis | Cluster;
 
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 2_000;
+/** A Cluster that is electing a new master, or moving a slot, answers again within a few hundred ms. */
+const CLUSTER_RETRY_DELAY_MS = 100;
+
+/**
+ * After a failover the old master answers READONLY once it is a replica:
+ * reconnect (Sentinel names the new master) and resend the command (2),
+ * instead of failing it. Any other reply error is the caller's to handle.
+ */
+export function reconnectOnReadOnly(error: Error): boolean | 1 | 2 {
+  return error.message.startsWith('READONLY') ? 2 : false;
+}
 
 /**
  * An ioredis client with the production settings: fail fast, never give up
@@ -32,6 +43,13 @@ export function createRedisClient(description: StoreUrlDescription, reconnects =
         enableAutoPipelining: true,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
+        // Sentinel tells us of a switch at once (+switch-master), so writes
+        // stop going to the old master well before it is demoted.
+        failoverDetector: true,
+        // Connect only to a node that says it is the master (ROLE), never to a
+        // demoted one Sentinel has not caught up with.
+        role: 'master',
+        reconnectOnError: reconnectOnReadOnly,
         sentinels: description.sentinels,
         name: description.name,
         username: description.username,
@@ -43,8 +61,15 @@ export function createRedisClient(description: StoreUrlDescription, reconnects =
         enableAutoPipelining: true,
         clusterRetryStrategy: retryStrategy,
         slotsRefreshTimeout: CONNECT_TIMEOUT_MS,
+        // MOVED and ASK are followed by ioredis itself (and MOVED refreshes the
+        // slot map); CLUSTERDOWN and TRYAGAIN, answered while a replica takes
+        // over or a slot moves, are retried after a pause instead of failing.
+        retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
+        retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
+        retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
         redisOptions: {
           ...perConnection,
+          reconnectOnError: reconnectOnReadOnly,
           username: description.username,
           password: description.password,
           ...(description.tls ? { tls: {} } : {}),

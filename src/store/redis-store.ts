@@ -8,6 +8,7 @@
 // whose Retry-After is the time until the client's next reconnect attempt,
 // and no operation waits longer than `operationTimeoutMs`. Callers answer
 // 503 and never see, or hang on, Redis itself.
+import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER } from '../config/defaults.js';
 import type { GatehouseError } from '../http/errors.js';
@@ -38,7 +39,17 @@ export interface RedisStoreOptions {
   reconnects?: ReconnectSchedule;
   /** Live sessions of one user (by `sub`); a new one past it ends the oldest. */
   maxSessionsPerUser?: number;
+  /**
+   * Replicas that must hold a new request record before it counts as
+   * written (`WAIT`). With Sentinel, 1: a master being replaced still takes
+   * writes that its successor never sees; unconfirmed, the record goes back
+   * to the outbox and is written again, to whichever node is master by then.
+   */
+  replicasToConfirm?: number;
 }
+
+/** How long a record's write waits for a replica before it is retried instead. */
+const REPLICA_CONFIRM_TIMEOUT_MS = 500;
 
 /** Above the client's own 2 s command timeout: a last guard, not the usual path. */
 const DEFAULT_OPERATION_TIMEOUT_MS = 2_500;
@@ -55,6 +66,7 @@ export class RedisStore implements Store {
   private readonly operationTimeoutMs: number;
   private readonly reconnects: ReconnectSchedule;
   private readonly maxSessionsPerUser: number;
+  private readonly replicasToConfirm: number;
   private closed = false;
 
   /** Takes ownership of `client`: `close()` quits it. */
@@ -66,6 +78,7 @@ export class RedisStore implements Store {
     this.operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
     this.reconnects = options.reconnects ?? new ReconnectSchedule();
     this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
+    this.replicasToConfirm = options.replicasToConfirm ?? 0;
 
     this.subscriber = duplicateForSubscribing(client);
     const closed = () => this.closed;
@@ -133,7 +146,19 @@ export class RedisStore implements Store {
   async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     const ttlMs = retentionPx(retentionMs);
     const fields = requestFields(record);
-    return this.run(() => this.scripts.createRequest(this.requestKey(record.id), ttlMs, fields));
+    return this.run(async () => {
+      const created = await this.scripts.createRequest(this.requestKey(record.id), ttlMs, fields);
+      // Also when the record was there already: that earlier write may not have reached a replica either.
+      if (this.replicasToConfirm > 0) await this.confirmReplicated();
+      return created;
+    });
+  }
+
+  private async confirmReplicated(): Promise<void> {
+    const replicas = await (this.client as Redis).wait(this.replicasToConfirm, REPLICA_CONFIRM_TIMEOUT_MS);
+    if (replicas < this.replicasToConfirm) {
+      throw new Error(`the record reached ${replicas} of ${this.replicasToConfirm} replicas within ${REPLICA_CONFIRM_TIMEOUT_MS} ms`);
+    }
   }
 
   async getRequest(id: string): Promise<RequestRecord | null> {
@@ -183,8 +208,22 @@ export class RedisStore implements Store {
     return this.feed.statusChanges.add(listener);
   }
 
+  /**
+   * Resolves only when a writable master answers: during a failover the old
+   * master still answers PING (and even takes writes, which are lost when it
+   * is demoted), so readiness asks for its role, and a Cluster for its state
+   * (every slot served).
+   */
   async ping(): Promise<void> {
-    await this.run(() => this.client.ping());
+    await this.run(async () => {
+      if (this.client.isCluster) {
+        const info = String(await this.client.cluster('INFO'));
+        if (!info.includes('cluster_state:ok')) throw new Error('the Redis Cluster does not serve every slot (cluster_state is not ok)');
+        return;
+      }
+      const [role] = (await this.client.role()) as unknown[];
+      if (role !== 'master') throw new Error(`Redis answers as a ${String(role)}: no writable master is known`);
+    });
   }
 
   async close(): Promise<void> {
