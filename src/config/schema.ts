@@ -170,6 +170,23 @@ export const ProxySchema = z.strictObject({
   maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
 });
 
+/**
+ * Password hashing (scrypt) shares libuv's thread pool with DNS and file
+ * reads: at most `concurrency` hashes run at once, the rest wait in a queue
+ * per client address served round-robin; past the bounds a login is refused
+ * at once with Retry-After (429 for a full address queue, 503 for a full total).
+ */
+export const PasswordHashingSchema = z.strictObject({
+  concurrency: positiveInt.default(d.defaultPasswordHashingConcurrency),
+  maxQueue: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE),
+  maxQueuePerAddress: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE_PER_ADDRESS),
+  retryAfterS: positiveInt.default(d.DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S),
+});
+
+export const LimitsSchema = z.strictObject({
+  passwordHashing: PasswordHashingSchema.prefault({}),
+});
+
 export const ConfigSchema = z
   .strictObject({
   server: ServerSchema.prefault({}),
@@ -186,6 +203,7 @@ export const ConfigSchema = z
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
+  limits: LimitsSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {
@@ -205,6 +223,7 @@ export type TokensConfig = Config['tokens'];
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];
+export type PasswordHashingConfig = Config['limits']['passwordHashing'];
 export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
