@@ -3,8 +3,8 @@
 // refreshes, the first use of each new access token on a proxied route whose
 // upstream is named `localhost` (every request a new connection, so a new
 // name lookup), and a real login from another address. Run once with the
-// password-hashing bound lifted (the old behaviour) and once with the
-// defaults, in the same run.
+// password-hashing bound lifted (the old behaviour), once with two hashes at
+// once and once with the defaults, in the same run.
 //
 //   npm run bench -- flood        (BENCH_FLOOD_S: seconds per configuration, default 8)
 import { createServer } from 'node:http';
@@ -112,7 +112,8 @@ export async function runFloodSection(): Promise<void> {
   try {
     const rows = [
       await floodOnce('hashing unbounded', { concurrency: 1000, maxQueue: 1000, maxQueuePerAddress: 1000 }, port),
-      await floodOnce('hashing bounded (defaults)', undefined, port),
+      await floodOnce('bounded, 2 at once', { concurrency: 2 }, port),
+      await floodOnce('bounded (defaults)', undefined, port),
     ];
     const lines = rows.map(
       (r) =>

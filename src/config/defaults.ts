@@ -24,13 +24,16 @@ export const DEFAULT_CLOCK_TOLERANCE_S = 5;
 export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
 
 /**
- * One scrypt per core: more at once finish no sooner, they only hold more of
- * libuv's thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise),
- * which DNS and file reads need too; one thread always stays free.
+ * One scrypt per core but one: a hash keeps a core busy for its whole run, so
+ * as many hashes as cores leave the event loop (every refresh, every proxied
+ * request) fighting them for CPU (`npm run bench -- flood`). More at once
+ * finish no sooner anyway, and they would hold more of libuv's thread pool
+ * (4 threads unless UV_THREADPOOL_SIZE says otherwise), which signing,
+ * verification and DNS need too.
  */
 export function defaultPasswordHashingConcurrency(): number {
   const threadPool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-  return Math.max(1, Math.min(availableParallelism(), threadPool - 1));
+  return Math.max(1, Math.min(availableParallelism() - 1, threadPool - 1));
 }
 /** With ~50 ms a hash, a full queue is a wait of about a second on a 2-core machine. */
 export const DEFAULT_PASSWORD_HASHING_MAX_QUEUE = 32;
