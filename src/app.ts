@@ -18,6 +18,8 @@ import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './http/listeners.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
+import type { PasswordVerifier } from './identity/local-provider.js';
+import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
@@ -56,6 +58,8 @@ export interface GatewayOptions {
   engine?: ForwardingEngine;
   /** Only read the keys file, never create or rotate it: a cluster worker, whose primary prepared it. */
   readOnlyKeys?: boolean;
+  /** Checks passwords in place of scrypt: tests hold it to see what waits behind password hashing. */
+  verifyPassword?: PasswordVerifier;
 }
 
 export interface Gateway {
@@ -69,6 +73,8 @@ export interface Gateway {
   readonly auth: AuthService;
   readonly bearer: BearerAuthenticator;
   readonly metrics: Metrics;
+  /** Where every login's password hashing waits for its turn. */
+  readonly passwordHashing: FairWorkQueue;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
   /** Re-reads the config file and swaps in its routes; a bad file changes nothing. */
@@ -89,7 +95,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const logger = options.logger ?? createLogger(config);
   const ownStore = !options.store;
   const store = options.store ?? (await createStore(config.store, logger, config.limits));
-  const identity = await createIdentityProvider(config.identity, logger);
+  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing);
+  const identity = await createIdentityProvider(config.identity, logger, {
+    hashing: passwordHashing,
+    ...(options.verifyPassword && { verifyPassword: options.verifyPassword }),
+  });
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
     algorithm: config.tokens.algorithm,
@@ -195,6 +205,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     auth,
     bearer,
     metrics,
+    passwordHashing,
     requests,
     async reloadRoutes() {
       return reloader?.reload() ?? false;

@@ -49,7 +49,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
   app.post<{ Body: { username: string; password: string } }>(
     '/api/v1/auth/login',
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password)),
+    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, { clientAddress: request.ip })),
   );
 
   app.post<{ Body: { refresh_token: string } }>(

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../http/errors.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { AuthenticateOptions, IdentityProvider } from '../identity/identity-provider.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from '../tokens/types.js';
@@ -32,9 +32,9 @@ export class AuthService {
   }
 
   /** Spec 4.1: a password or an API key in `password`; each login starts a session. */
-  async login(username: string, password: string): Promise<TokenSet> {
+  async login(username: string, password: string, options: AuthenticateOptions = {}): Promise<TokenSet> {
     const { identity, store, issuer, refreshTokenTtlS, logger } = this.#deps;
-    const who = await identity.authenticate(username, password);
+    const who = await identity.authenticate(username, password, options);
     if (!who) {
       logger.info({ event: 'login_failed' }, 'login refused');
       throw gatehouseError('invalid_user_credentials');

@@ -16,7 +16,13 @@ export interface TokenEndpointOptions {
 }
 
 class OAuthError extends Error {
-  constructor(readonly error: string, readonly description: string, readonly status = 400) {
+  constructor(
+    readonly error: string,
+    readonly description: string,
+    readonly status = 400,
+    /** Kept from the gateway's error: a refusal's Retry-After still reaches the client. */
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
     super(description);
   }
 }
@@ -52,14 +58,15 @@ function toOAuthError(error: unknown): OAuthError {
       return new OAuthError('invalid_request', gatehouse.reason);
     default:
       return gatehouse.expose
-        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status)
-        : new OAuthError(gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error', 'the request could not be served', gatehouse.status);
+        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status, gatehouse.headers)
+        : new OAuthError(gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error', 'the request could not be served', gatehouse.status, gatehouse.headers);
   }
 }
 
 function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
   return reply
     .code(error.status)
+    .headers(error.headers)
     .header('cache-control', 'no-store')
     .header('pragma', 'no-cache')
     .send({ error: error.error, error_description: error.description });
@@ -88,7 +95,7 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password')));
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), { clientAddress: request.ip }));
       case 'refresh_token':
         return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token')));
       case undefined:

@@ -1,5 +1,6 @@
 // Named defaults, each with its unit in its name. The schema uses these; the
 // README's configuration table lists them.
+import { availableParallelism } from 'node:os';
 
 export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_PORT = 8080;
@@ -30,6 +31,24 @@ export const DEFAULT_REFRESH_TOKEN_TTL_S = 86_400;
 export const DEFAULT_SIGNING_ALGORITHM = 'EdDSA';
 export const DEFAULT_CLOCK_TOLERANCE_S = 5;
 export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
+
+/**
+ * One scrypt per core but one: a hash keeps a core busy for its whole run, so
+ * as many hashes as cores leave the event loop (every refresh, every proxied
+ * request) fighting them for CPU (`npm run bench -- flood`). More at once
+ * finish no sooner anyway, and they would hold more of libuv's thread pool
+ * (4 threads unless UV_THREADPOOL_SIZE says otherwise), which signing,
+ * verification and DNS need too.
+ */
+export function defaultPasswordHashingConcurrency(): number {
+  const threadPool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  return Math.max(1, Math.min(availableParallelism() - 1, threadPool - 1));
+}
+/** With ~50 ms a hash, a full queue is a wait of about a second on a 2-core machine. */
+export const DEFAULT_PASSWORD_HASHING_MAX_QUEUE = 32;
+/** One address's logins beyond these wait nowhere: it gets 429 at once. */
+export const DEFAULT_PASSWORD_HASHING_MAX_QUEUE_PER_ADDRESS = 4;
+export const DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S = 1;
 
 export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;

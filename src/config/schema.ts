@@ -212,12 +212,26 @@ export const ProxySchema = z.strictObject({
   publicRouteMaxUpstreamConnections: positiveInt.default(d.DEFAULT_PUBLIC_ROUTE_MAX_UPSTREAM_CONNECTIONS),
 });
 
+/**
+ * Password hashing (scrypt) shares libuv's thread pool with DNS and file
+ * reads: at most `concurrency` hashes run at once, the rest wait in a queue
+ * per client address served round-robin; past the bounds a login is refused
+ * at once with Retry-After (429 for a full address queue, 503 for a full total).
+ */
+export const PasswordHashingSchema = z.strictObject({
+  concurrency: positiveInt.default(d.defaultPasswordHashingConcurrency),
+  maxQueue: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE),
+  maxQueuePerAddress: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE_PER_ADDRESS),
+  retryAfterS: positiveInt.default(d.DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S),
+});
+
 export const LimitsSchema = z.strictObject({
   /** Live sessions of one user; a login past it ends the oldest session. */
   maxSessionsPerUser: positiveInt.default(d.DEFAULT_MAX_SESSIONS_PER_USER),
   /** The in-memory store's bounds (Redis has its own memory policy). */
   memoryMaxSessions: positiveInt.default(d.DEFAULT_MEMORY_MAX_SESSIONS),
   memoryMaxRequests: positiveInt.default(d.DEFAULT_MEMORY_MAX_REQUESTS),
+  passwordHashing: PasswordHashingSchema.prefault({}),
 });
 
 export const ConfigSchema = z
@@ -262,6 +276,7 @@ export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];
 export type LimitsConfig = Config['limits'];
+export type PasswordHashingConfig = Config['limits']['passwordHashing'];
 export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

@@ -13,6 +13,12 @@ export interface Identity {
   apiKeyId?: string;
 }
 
+/** What a provider may weigh besides the credentials. */
+export interface AuthenticateOptions {
+  /** The client's address as the listener trusts it: expensive checks are shared fairly between addresses. */
+  clientAddress?: string;
+}
+
 export interface IdentityProvider {
   /**
    * Checks a username with a password or one of the user's API keys (given in
@@ -20,7 +26,7 @@ export interface IdentityProvider {
    * (unknown user, wrong secret, disabled user, revoked key), taking the same
    * time for an unknown user as for a wrong password.
    */
-  authenticate(username: string, secret: string): Promise<Identity | null>;
+  authenticate(username: string, secret: string, options?: AuthenticateOptions): Promise<Identity | null>;
   /** True while the user is enabled and, for an API-key login, the key unrevoked. */
   isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
   /**

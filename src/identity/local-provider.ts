@@ -11,7 +11,8 @@ import type { IdentityConfig } from '../config/schema.js';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
-import type { Identity, IdentityProvider } from './identity-provider.js';
+import type { FairWorkQueue } from '../limits/fair-work-queue.js';
+import type { AuthenticateOptions, Identity, IdentityProvider } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
 
@@ -28,6 +29,18 @@ interface IndexedKey {
   user: IndexedUser;
   key: ApiKeyRecord;
 }
+
+/** Checks a password against its stored hash (scrypt unless a test holds it). */
+export type PasswordVerifier = (password: string, encoded: string) => Promise<boolean>;
+
+export interface PasswordCheckOptions {
+  /** Where each login's scrypt waits for its turn; absent, every login hashes at once. */
+  hashing?: FairWorkQueue;
+  verifyPassword?: PasswordVerifier;
+}
+
+/** The queue key of a login that names no address (a caller outside HTTP). */
+const NO_ADDRESS = '';
 
 export interface LocalIdentityEvents {
   /** After each re-read of the users file: whether its users were taken (false: logged, the previous users stay). */
@@ -47,6 +60,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   readonly #dummyHash: string;
   /** Compared in place of a missing API key's digest: the digest of a random secret nobody holds. */
   readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
+  readonly #passwords: Required<Pick<PasswordCheckOptions, 'verifyPassword'>> & PasswordCheckOptions;
   #snapshot: Snapshot;
   #fileWatch: FileWatch | undefined;
   readonly #changed: Listeners<void>;
@@ -54,8 +68,9 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   #readsStarted = 0;
   #readApplied = 0;
 
-  private constructor(file: string, logger: Logger, dummyHash: string, data: UsersFileData) {
+  private constructor(file: string, logger: Logger, dummyHash: string, data: UsersFileData, passwords: PasswordCheckOptions) {
     super();
+    this.#passwords = { verifyPassword, ...passwords };
     this.#file = file;
     this.#logger = logger;
     this.#dummyHash = dummyHash;
@@ -64,13 +79,13 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   }
 
   /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
-  static async open(config: LocalIdentityConfig, logger: Logger): Promise<LocalIdentityProvider> {
+  static async open(config: LocalIdentityConfig, logger: Logger, passwords: PasswordCheckOptions = {}): Promise<LocalIdentityProvider> {
     const log = logger.child({ component: 'identity', usersFile: config.usersFile });
     const [data, dummyHash] = await Promise.all([
       readUsersFile(config.usersFile),
       hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS),
     ]);
-    const provider = new LocalIdentityProvider(config.usersFile, log, dummyHash, data);
+    const provider = new LocalIdentityProvider(config.usersFile, log, dummyHash, data, passwords);
     const users = provider.#snapshot.byName.size;
     if (users === 0) log.warn('the users file holds no users (or does not exist): nobody can log in');
     else log.info({ users }, 'users file loaded');
@@ -86,7 +101,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
    * unknown user or a wrong password costs, and no answer's timing tells
    * which key ids or users exist.
    */
-  async authenticate(username: string, secret: string): Promise<Identity | null> {
+  async authenticate(username: string, secret: string, options: AuthenticateOptions = {}): Promise<Identity | null> {
     const snapshot = this.#snapshot;
     const apiKey = parseApiKey(secret);
     const indexedKey = apiKey ? snapshot.byKeyId.get(apiKey.keyId) : undefined;
@@ -96,7 +111,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       if (identity) return identity;
     }
     // Whatever else it is, it is tried as a password: the scrypt every refusal pays.
-    return this.#authenticateWithPassword(username, secret, snapshot);
+    return this.#authenticateWithPassword(username, secret, snapshot, options.clientAddress ?? NO_ADDRESS);
   }
 
   isActive({ sub, apiKeyId }: Pick<Identity, 'sub' | 'apiKeyId'>): boolean {
@@ -160,10 +175,12 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id };
   }
 
-  async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot): Promise<Identity | null> {
+  async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot, clientAddress: string): Promise<Identity | null> {
     const user = snapshot.byName.get(username);
     // Always one scrypt, even for an unknown or disabled user: no timing tells them apart.
-    const matches = await verifyPassword(password, user?.record.passwordHash ?? this.#dummyHash);
+    const encoded = user?.record.passwordHash ?? this.#dummyHash;
+    const { hashing, verifyPassword: verify } = this.#passwords;
+    const matches = await (hashing ? hashing.run(clientAddress, () => verify(password, encoded)) : verify(password, encoded));
     if (!user || !matches) {
       this.#logger.debug({ ...(user && { sub: user.record.id }) }, 'password login refused');
       return null;

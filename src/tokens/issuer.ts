@@ -1,10 +1,9 @@
 // Signs the tokens of a session. A login gets an access token and a refresh
 // token; a refresh gets a new access token and keeps its refresh token
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
-import { randomUUID } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { KeyObject, randomUUID, sign } from 'node:crypto';
 import type { SessionRecord } from '../store/store.js';
-import type { KeySet } from './keyset.js';
+import type { KeySet, SigningKey } from './keyset.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from './types.js';
 
 export interface TokenIssuerOptions {
@@ -92,19 +91,53 @@ export class TokenIssuer {
     };
   }
 
+  /**
+   * The compact JWS jose's SignJWT would write (same header, same claims in
+   * the same order), signed with node:crypto's synchronous sign: a few tens
+   * of µs on the event loop, where WebCrypto's asynchronous sign queues on
+   * libuv's thread pool behind whatever password hashing holds it.
+   */
   async #sign(claims: SessionClaims, typ: TokenType, iat: number, exp: number): Promise<string> {
     // Read per token: a rotation picked up from disk applies to the very next one.
     const { kid, alg, key } = this.#keys.signingKey();
-    return new SignJWT({ typ, sid: claims.sid, preferred_username: claims.preferred_username, amr: claims.amr })
-      .setProtectedHeader({ alg, kid, typ: 'JWT' })
-      .setIssuer(this.#issuer)
-      .setSubject(claims.sub)
-      .setAudience(this.#audience)
-      .setIssuedAt(iat)
-      .setExpirationTime(exp)
-      .setJti(randomUUID())
-      .sign(key);
+    const header = { alg, kid, typ: 'JWT' };
+    const payload = {
+      typ,
+      sid: claims.sid,
+      preferred_username: claims.preferred_username,
+      amr: claims.amr,
+      iss: this.#issuer,
+      sub: claims.sub,
+      aud: this.#audience,
+      iat,
+      exp,
+      jti: randomUUID(),
+    };
+    const signingInput = `${base64Url(JSON.stringify(header))}.${base64Url(JSON.stringify(payload))}`;
+    const signature = sign(alg === 'EdDSA' ? null : 'sha256', Buffer.from(signingInput), {
+      key: keyObject(key),
+      // JWS (RFC 7518 3.4) wants r ‖ s, not DER; ignored for the other key types.
+      dsaEncoding: 'ieee-p1363',
+    });
+    return `${signingInput}.${signature.toString('base64url')}`;
   }
+}
+
+const keyObjects = new WeakMap<SigningKey['key'], KeyObject>();
+
+/** The node:crypto view of an imported key, made once per key. */
+function keyObject(key: SigningKey['key']): KeyObject {
+  if (key instanceof KeyObject) return key;
+  let object = keyObjects.get(key);
+  if (!object) {
+    object = KeyObject.from(key as unknown as Parameters<typeof KeyObject.from>[0]);
+    keyObjects.set(key, object);
+  }
+  return object;
+}
+
+function base64Url(json: string): string {
+  return Buffer.from(json, 'utf8').toString('base64url');
 }
 
 function epochSeconds(ms: number): number {

@@ -7,6 +7,7 @@ import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { generateApiKey } from '../../src/identity/api-keys.js';
+import type { PasswordVerifier } from '../../src/identity/local-provider.js';
 import { hashPassword } from '../../src/identity/passwords.js';
 import { writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
 import type { Store } from '../../src/store/store.js';
@@ -69,6 +70,8 @@ export interface StartOptions {
   port?: number;
   /** Watch this config file for route changes. */
   configFile?: string;
+  /** Checks passwords in place of scrypt (a test holding the hashing). */
+  verifyPassword?: PasswordVerifier;
 }
 
 export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
@@ -95,6 +98,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     logger: logs.logger,
     ...(options.store ? { store: options.store } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
+    ...(options.verifyPassword ? { verifyPassword: options.verifyPassword } : {}),
   });
   const { url, adminUrl } = await gateway.listen();
   return {
