@@ -10,6 +10,7 @@ import { AuthService } from './auth/auth-service.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
+import { LoginAudit } from './auth/login-audit.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { ConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
@@ -17,6 +18,8 @@ import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './http/listeners.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
+import { LimiterFactory } from './limits/limiters.js';
+import { LoginThrottle } from './limits/login-throttle.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
@@ -93,6 +96,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
+  const metrics = new Metrics();
+  const limiters = new LimiterFactory(store, config.store.keyPrefix);
   const auth = new AuthService({
     identity,
     store,
@@ -101,8 +106,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     bearer,
     refreshTokenTtlS,
     logger,
+    throttle: new LoginThrottle(config.limits.login, limiters),
+    audit: new LoginAudit(logger, metrics),
   });
-  const metrics = new Metrics();
   const requests = new RequestTracker({
     store,
     metrics,

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { toGatehouseError } from '../http/error-response.js';
 import type { GatehouseError } from '../http/errors.js';
 import type { AuthService } from './auth-service.js';
-import { sendTokenSet } from './auth-routes.js';
+import { attemptContext, sendTokenSet } from './auth-routes.js';
 
 export const TOKEN_ENDPOINT_PATH = '/oauth/token';
 
@@ -16,7 +16,13 @@ export interface TokenEndpointOptions {
 }
 
 class OAuthError extends Error {
-  constructor(readonly error: string, readonly description: string, readonly status = 400) {
+  constructor(
+    readonly error: string,
+    readonly description: string,
+    readonly status = 400,
+    /** Retry-After of a 429 or 503: the client is told when to come back. */
+    readonly retryAfter?: string,
+  ) {
     super(description);
   }
 }
@@ -52,12 +58,18 @@ function toOAuthError(error: unknown): OAuthError {
       return new OAuthError('invalid_request', gatehouse.reason);
     default:
       return gatehouse.expose
-        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status)
-        : new OAuthError(gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error', 'the request could not be served', gatehouse.status);
+        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status, gatehouse.headers['retry-after'])
+        : new OAuthError(
+            gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error',
+            'the request could not be served',
+            gatehouse.status,
+            gatehouse.headers['retry-after'],
+          );
   }
 }
 
 function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  if (error.retryAfter !== undefined) reply.header('retry-after', error.retryAfter);
   return reply
     .code(error.status)
     .header('cache-control', 'no-store')
@@ -88,9 +100,9 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password')));
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), attemptContext(request)));
       case 'refresh_token':
-        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token')));
+        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), attemptContext(request)));
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'parameter grant_type is required');

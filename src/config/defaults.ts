@@ -42,3 +42,12 @@ export const DEFAULT_REQUEST_RETENTION_S = 7 * 86_400;
 export const DEFAULT_RETRY_AFTER_S = 1;
 export const DEFAULT_MAX_WAIT_S = 30;
 export const DEFAULT_OUTBOX_MAX_ENTRIES = 10_000;
+
+/** Login throttling: see the README's security section for why these values. */
+export const DEFAULT_LOGIN_FREE_FAILURES = 5;
+export const DEFAULT_LOGIN_FIRST_WAIT_S = 2;
+export const DEFAULT_LOGIN_MAX_WAIT_S = 900;
+export const DEFAULT_LOGIN_FAILURE_WINDOW_S = 3_600;
+export const DEFAULT_LOGIN_FAILURES_PER_ADDRESS = 50;
+export const DEFAULT_LOGIN_ADDRESS_BLOCK_S = 900;
+export const DEFAULT_LOGIN_FAILURES_PER_USERNAME = 100;

@@ -73,6 +73,12 @@ export const TokensSchema = z.strictObject({
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
+/** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
+export const RateLimitSchema = z.strictObject({
+  points: positiveInt,
+  durationS: positiveInt,
+});
+
 export const RouteSchema = z.strictObject({
   name: z.string().min(1).optional(),
   /** Matched on whole path segments: `/a/b` matches `/a/b` and `/a/b/c`, not `/a/bc`. */
@@ -96,6 +102,8 @@ export const RouteSchema = z.strictObject({
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
   /** Absent: no limit (bodies stream through; nothing is buffered). */
   bodyLimitBytes: positiveInt.optional(),
+  /** Absent: no limit, and the route's requests cost nothing extra. Shared by every instance through the store. */
+  rateLimit: RateLimitSchema.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
   /** What to do with this route's 202 answers (spec 4.4). */
@@ -170,6 +178,30 @@ export const ProxySchema = z.strictObject({
   maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
 });
 
+/** Login throttling (src/limits/login-throttle.ts); see the README's security section. */
+export const LoginLimitsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Failures of one username from one address that cost nothing; each one after them makes the pair wait. */
+  freeFailures: positiveInt.default(d.DEFAULT_LOGIN_FREE_FAILURES),
+  /** The first wait of a username+address pair; each further failure doubles it, up to `maxWaitS`. */
+  firstWaitS: positiveInt.default(d.DEFAULT_LOGIN_FIRST_WAIT_S),
+  maxWaitS: positiveInt.default(d.DEFAULT_LOGIN_MAX_WAIT_S),
+  /** How long a failure is remembered, for every count below. */
+  failureWindowS: positiveInt.default(d.DEFAULT_LOGIN_FAILURE_WINDOW_S),
+  /** Failed logins and refreshes one address may make (any usernames: spraying) before it is blocked for `addressBlockS`. */
+  failuresPerAddress: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_ADDRESS),
+  addressBlockS: positiveInt.default(d.DEFAULT_LOGIN_ADDRESS_BLOCK_S),
+  /**
+   * Failures one username may take from all addresses together (distributed
+   * guessing); past it, only addresses without recent failures may try it.
+   */
+  failuresPerUsername: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_USERNAME),
+});
+
+export const LimitsSchema = z.strictObject({
+  login: LoginLimitsSchema.prefault({}),
+});
+
 export const ConfigSchema = z
   .strictObject({
   server: ServerSchema.prefault({}),
@@ -186,6 +218,7 @@ export const ConfigSchema = z
   tokens: TokensSchema,
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
+  limits: LimitsSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {
@@ -205,6 +238,8 @@ export type TokensConfig = Config['tokens'];
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];
+export type LoginLimitsConfig = Config['limits']['login'];
+export type RateLimitConfig = z.infer<typeof RateLimitSchema>;
 export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

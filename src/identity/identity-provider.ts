@@ -21,6 +21,8 @@ export interface IdentityProvider {
    * time for an unknown user as for a wrong password.
    */
   authenticate(username: string, secret: string): Promise<Identity | null>;
+  /** True when `username` names an existing user (the audit log writes only such names). */
+  hasUser(username: string): boolean;
   /** True while the user is enabled and, for an API-key login, the key unrevoked. */
   isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
   /**

@@ -99,6 +99,10 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return this.#authenticateWithPassword(username, secret, snapshot);
   }
 
+  hasUser(username: string): boolean {
+    return this.#snapshot.byName.has(username);
+  }
+
   isActive({ sub, apiKeyId }: Pick<Identity, 'sub' | 'apiKeyId'>): boolean {
     const snapshot = this.#snapshot;
     const user = snapshot.byId.get(sub);

@@ -86,6 +86,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
     proxy: { ...overrides.proxy },
     requests: { ...overrides.requests },
+    limits: { ...overrides.limits },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });
