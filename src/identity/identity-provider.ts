@@ -13,6 +13,9 @@ export interface Identity {
   apiKeyId?: string;
 }
 
+/** Whose session is asked about; `sessionStartedAtMs` when the caller knows the session. */
+export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined };
+
 export interface IdentityProvider {
   /**
    * Checks a username with a password or one of the user's API keys (given in
@@ -23,8 +26,12 @@ export interface IdentityProvider {
   authenticate(username: string, secret: string): Promise<Identity | null>;
   /** True when `username` names an existing user (the audit log writes only such names). */
   hasUser(username: string): boolean;
-  /** True while the user is enabled and, for an API-key login, the key unrevoked. */
-  isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
+  /**
+   * True while the user is enabled, the session (when its start is given)
+   * began after the user was last disabled, and, for an API-key login, the
+   * key is unrevoked.
+   */
+  isActive(identity: SessionHolder): boolean;
   /**
    * Called after the identities changed (the users file was reloaded, by
    * this instance's watcher or a caller): `isActive` may answer differently
