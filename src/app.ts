@@ -20,6 +20,7 @@ import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
+import { RouteLimits } from './limits/route-limits.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
@@ -123,7 +124,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({ routes: () => routes, bearer, headers });
+  const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
   const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({

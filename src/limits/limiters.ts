@@ -15,6 +15,11 @@ export interface LimiterSpec {
   durationS: number;
   /** Once `points` are exceeded, refuse for this long (0: until the window ends). */
   blockDurationS?: number;
+  /**
+   * Remember keys over the limit in this process until their window ends, so
+   * a flood is refused without a store round trip per request.
+   */
+  inMemoryBlock?: boolean;
 }
 
 export type Limiter = RateLimiterAbstract;
@@ -44,6 +49,7 @@ export class LimiterFactory {
       points: spec.points,
       duration: spec.durationS,
       blockDuration: spec.blockDurationS ?? 0,
+      ...(spec.inMemoryBlock && { inMemoryBlockOnConsumed: spec.points + 1 }),
     };
     const client = this.#store.redisClient;
     return client ? new RateLimiterRedis({ ...options, storeClient: client }) : new RateLimiterMemory(options);
