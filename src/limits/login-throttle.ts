@@ -119,11 +119,6 @@ export class LoginThrottle {
     await Promise.all([limiterCall(() => this.#pairFailures.delete(pair)), limiterCall(() => this.#pairWait.delete(pair))]);
   }
 
-  /** Clears the username's count across addresses (`users unlock`; the pairs are the store's to scan). */
-  async unlockUsername(username: string): Promise<void> {
-    await limiterCall(() => this.#usernameFailures.delete(usernameKey(username)));
-  }
-
   #refuseBlockedAddress(byAddress: RateLimiterRes | null): void {
     const blockedMs = byAddress && byAddress.consumedPoints >= this.#limits.failuresPerAddress ? msLeft(byAddress) : 0;
     if (blockedMs > 0) throw tooManyRequests(blockedMs, 'too many failed attempts from this address');
