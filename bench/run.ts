@@ -1,6 +1,6 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json (all by default). BENCH_DURATION_S and
+// Sections: auth, proxy, engines, async, memory, credentials, json, limits (all by default). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
 import { runAsyncSection } from './async.js';
@@ -8,6 +8,7 @@ import { runAuthSection } from './auth.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
 import { runJsonBodySection } from './json-body.js';
+import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
 import { runProxySection } from './proxy.js';
 import { runWrongCredentialsSection } from './wrong-credentials.js';
@@ -20,6 +21,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   memory: runMemorySection,
   credentials: runWrongCredentialsSection,
   json: runJsonBodySection,
+  limits: runLimitsSection,
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
