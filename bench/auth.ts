@@ -4,7 +4,7 @@
 import { benchTokens, formatRows } from './tokens.js';
 import { BENCH_USER, BENCH_PASSWORD, loginTokens, startGatehouse } from './lib/gatehouse.js';
 import { generatorName, load } from './lib/load.js';
-import { printTable, writeResults, type Row } from './lib/report.js';
+import { loadRow, printTable, writeResults, type Row } from './lib/report.js';
 
 export async function benchAuth(durationS = 5): Promise<Row[]> {
   const gatehouse = await startGatehouse({ routes: [] });
@@ -20,15 +20,7 @@ export async function benchAuth(durationS = 5): Promise<Row[]> {
     for (const [name, path, body, connections] of cases) {
       const cpuBefore = gatehouse.cpuMicros();
       const result = await load(`${gatehouse.url}${path}`, { connections, durationS, method: 'POST', headers: json, body });
-      rows.push({
-        name,
-        rps: result.rps,
-        p50Ms: result.p50Ms,
-        p99Ms: result.p99Ms,
-        cpuUsPerRequest: (gatehouse.cpuMicros() - cpuBefore) / Math.max(1, result.requests),
-        errors: result.errors,
-        note: `c=${connections}`,
-      });
+      rows.push(loadRow(name, result, gatehouse.cpuMicros() - cpuBefore, `c=${connections}`));
     }
     return rows;
   } finally {

@@ -10,6 +10,7 @@ import { AuthService } from './auth/auth-service.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
+import { LoginAudit } from './auth/login-audit.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { ConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
@@ -20,6 +21,9 @@ import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/local-provider.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
+import { LimiterFactory } from './limits/limiters.js';
+import { LoginThrottle } from './limits/login-throttle.js';
+import { RouteLimits } from './limits/route-limits.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
@@ -111,6 +115,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
+  const metrics = new Metrics();
+  const limiters = new LimiterFactory(store, config.store.keyPrefix);
   const auth = new AuthService({
     identity,
     store,
@@ -119,8 +125,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     bearer,
     refreshTokenTtlS,
     logger,
+    throttle: new LoginThrottle(config.limits.login, limiters),
+    audit: new LoginAudit(logger, metrics),
   });
-  const metrics = new Metrics();
   const requests = new RequestTracker({
     store,
     metrics,
@@ -141,7 +148,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({ routes: () => routes, bearer, headers });
+  const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
   const drain = new Drain();
   const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture, drain });
   // A record names its route; the route's settings as they are now (reloads included) apply.

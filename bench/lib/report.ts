@@ -18,6 +18,12 @@ export interface Row {
   [extra: string]: number | string | undefined;
 }
 
+/** A load run as a table row; `cpuMicros`: the server's CPU time spent during the run. */
+export function loadRow(name: string, result: { requests: number; rps: number; p50Ms: number; p99Ms: number; errors: number }, cpuMicros: number, note?: string): Row {
+  const { rps, p50Ms, p99Ms, errors } = result;
+  return { name, rps, p50Ms, p99Ms, cpuUsPerRequest: cpuMicros / Math.max(1, result.requests), errors, ...(note !== undefined && { note }) };
+}
+
 const fixed = (value: number | string | undefined, digits: number) =>
   typeof value === 'number' && Number.isFinite(value) ? value.toFixed(digits) : typeof value === 'string' ? value : '—';
 

@@ -1,7 +1,7 @@
 // Spec 4.1 and 4.2, plus logout: the gateway's JSON authentication endpoints.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
-import type { AuthService } from './auth-service.js';
+import type { AttemptContext, AuthService } from './auth-service.js';
 import { bearerToken } from './bearer.js';
 import type { TokenSet } from '../tokens/types.js';
 
@@ -41,6 +41,11 @@ export function sendTokenSet(reply: FastifyReply, tokens: TokenSet): FastifyRepl
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
 }
 
+/** The client address after trusted proxies (the listener's trustProxy is `server.trustedProxies`) and the request id. */
+export function attemptContext(request: FastifyRequest): AttemptContext {
+  return { address: request.ip, requestId: String(request.id) };
+}
+
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
   const { auth, bodyLimitBytes } = options;
   // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
@@ -49,13 +54,13 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
   app.post<{ Body: { username: string; password: string } }>(
     '/api/v1/auth/login',
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, { clientAddress: request.ip })),
+    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, attemptContext(request))),
   );
 
   app.post<{ Body: { refresh_token: string } }>(
     '/api/v1/auth/refresh',
     { bodyLimit: bodyLimitBytes, schema: { body: REFRESH_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token)),
+    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, attemptContext(request))),
   );
 
   // Ends the session of the bearer token (access or refresh): no body needed.

@@ -3,13 +3,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../http/errors.js';
-import type { AuthenticateOptions, IdentityProvider } from '../identity/identity-provider.js';
+import type { IdentityProvider } from '../identity/identity-provider.js';
+import { parseApiKey } from '../identity/api-keys.js';
+import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { BearerAuthenticator } from './bearer-authenticator.js';
+import type { LoginAudit, LoginMethod } from './login-audit.js';
 import type { Principal } from './principal.js';
+
+/** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
+export interface AttemptContext {
+  address: string;
+  requestId: string;
+}
 
 export interface AuthServiceDeps {
   identity: IdentityProvider;
@@ -20,6 +29,8 @@ export interface AuthServiceDeps {
   bearer: BearerAuthenticator;
   refreshTokenTtlS: number;
   logger: Logger;
+  throttle: LoginThrottle;
+  audit: LoginAudit;
 }
 
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
@@ -31,14 +42,25 @@ export class AuthService {
     this.#deps = deps;
   }
 
-  /** Spec 4.1: a password or an API key in `password`; each login starts a session. */
-  async login(username: string, password: string, options: AuthenticateOptions = {}): Promise<TokenSet> {
-    const { identity, store, issuer, refreshTokenTtlS, logger } = this.#deps;
-    const who = await identity.authenticate(username, password, options);
+  /** Spec 4.1: a password or an API key in `password`; each login starts a session. Throttled per username, address and both. */
+  async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
+    const { identity, store, issuer, refreshTokenTtlS, throttle, audit } = this.#deps;
+    const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
+    const facts = { method, address: context.address, requestId: context.requestId, ...(identity.hasUser(username) && { username }) };
+    try {
+      await throttle.checkLogin(username, context.address);
+    } catch (error) {
+      if (isGatehouseError(error) && error.code === 'too_many_requests') audit.record('throttled', facts);
+      throw error;
+    }
+    const who = await identity.authenticate(username, password, { clientAddress: context.address });
     if (!who) {
-      logger.info({ event: 'login_failed' }, 'login refused');
+      const lockout = await throttle.loginFailed(username, context.address);
+      audit.record('failure', facts);
+      if (lockout) audit.record('lockout', { ...facts, lockout });
       throw gatehouseError('invalid_user_credentials');
     }
+    await throttle.loginSucceeded(username, context.address);
     const now = Date.now();
     const session: SessionRecord = {
       sid: randomUUID(),
@@ -50,30 +72,33 @@ export class AuthService {
       expiresAt: now + refreshTokenTtlS * 1000,
     };
     await store.createSession(session);
-    logger.info({ event: 'login', sub: who.sub, sid: session.sid, amr: who.method, apiKeyId: who.apiKeyId }, 'session started');
+    audit.record('success', { ...facts, method: who.method === 'api_key' ? 'api_key' : 'password', username: who.username, sub: who.sub, sid: session.sid });
     return issuer.issueTokenSet(session, now);
   }
 
-  /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. */
-  async refresh(refreshToken: string): Promise<TokenSet> {
-    let claims: TokenClaims;
+  /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Invalid refresh tokens count against the address. */
+  async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
+    const { throttle, audit } = this.#deps;
+    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId };
     try {
-      claims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
+      await throttle.checkRefresh(context.address);
     } catch (error) {
-      throw this.#refused(error);
-    }
-    try {
-      await this.#deps.bearer.authenticate(refreshToken, claims);
-    } catch (error) {
-      // The bearer rule's refusal, in refresh's own words (spec 7); a store outage stays a 503.
-      if (isGatehouseError(error) && error.code === 'invalid_bearer_token') throw this.#refused(new TokenError(error.reason));
+      if (isGatehouseError(error) && error.code === 'too_many_requests') audit.record('throttled', facts);
       throw error;
     }
+    let claims: TokenClaims | undefined;
     try {
+      claims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
+      const principal = await this.#deps.bearer.authenticate(refreshToken, claims);
       // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
-      return await this.#deps.issuer.refreshTokenSet(claims, refreshToken);
+      const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken);
+      audit.record('success', { ...facts, username: principal.username, sub: principal.sub, sid: principal.sid });
+      return tokens;
     } catch (error) {
-      throw this.#refused(error);
+      const refused = this.#refused(error);
+      if (await throttle.refreshFailed(context.address)) audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+      audit.record('failure', facts);
+      throw refused;
     }
   }
 
@@ -88,8 +113,13 @@ export class AuthService {
     this.#deps.logger.info({ event: 'logout', sub: principal.sub, sid: principal.sid }, 'session ended');
   }
 
-  /** Spec 7 fixes the refresh failure's reason; the precise one goes to the log. */
-  #refused(cause: unknown) {
+  /**
+   * Spec 7 fixes the refresh failure's reason; the precise one goes to the
+   * log. The bearer rule's refusal is put in refresh's own words; anything
+   * else (a store outage: 503) is thrown on as it is.
+   */
+  #refused(error: unknown) {
+    const cause = isGatehouseError(error) && error.code === 'invalid_bearer_token' ? new TokenError(error.reason) : error;
     if (!(cause instanceof TokenError)) throw cause;
     this.#deps.logger.info({ event: 'refresh_failed', reason: cause.reason }, 'refresh refused');
     return gatehouseError('invalid_refresh_token', { cause });

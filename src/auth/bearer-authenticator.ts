@@ -153,6 +153,7 @@ export class BearerAuthenticator {
       // Always present, undefined or not: one object shape for every principal keeps the hit path monomorphic.
       apiKeyId: session.apiKeyId,
       expiresAtMs: claims.exp * 1000,
+      sessionStartedAtMs: session.createdAt,
       sessionEndsAtMs: session.expiresAt,
     });
     if (!this.#identity.isActive(principal)) throw this.#refused(INACTIVE, claims);

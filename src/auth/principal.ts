@@ -13,6 +13,8 @@ export interface Principal {
   apiKeyId?: string;
   /** When the presented token expires, epoch ms: cached checks and WebSockets end then. */
   expiresAtMs: number;
+  /** When the session began, epoch ms: a user disabled since then does not get it back by being enabled. */
+  sessionStartedAtMs?: number;
   /** When the session itself ends, epoch ms: no tunnel outlives it, whatever its route says about token expiry. */
   sessionEndsAtMs: number;
 }

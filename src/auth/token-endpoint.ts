@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { toGatehouseError } from '../http/error-response.js';
 import type { GatehouseError } from '../http/errors.js';
 import type { AuthService } from './auth-service.js';
-import { sendTokenSet } from './auth-routes.js';
+import { attemptContext, sendTokenSet } from './auth-routes.js';
 
 export const TOKEN_ENDPOINT_PATH = '/oauth/token';
 
@@ -95,9 +95,9 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), { clientAddress: request.ip }));
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), attemptContext(request)));
       case 'refresh_token':
-        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token')));
+        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), attemptContext(request)));
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'parameter grant_type is required');

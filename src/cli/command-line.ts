@@ -76,7 +76,10 @@ const COMMANDS: Record<string, Command> = {
     help: () => CHECK_CONFIG_USAGE,
     run: (args, io, config) => runCheckConfig(args, { ...io, configFile: config.file, env: config.env ?? io.env }),
   },
-  users: groupCommand(USERS_COMMANDS, (io, config) => ({ ...io, usersFile: loadConfig(config).identity.usersFile })),
+  users: groupCommand(USERS_COMMANDS, (io, config) => {
+    const { identity, store } = loadConfig(config);
+    return { ...io, usersFile: identity.usersFile, store };
+  }),
   apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => ({ ...io, usersFile: loadConfig(config).identity.usersFile })),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const { tokens } = loadConfig(config);

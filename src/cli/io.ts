@@ -1,11 +1,14 @@
 // What the `gatehouse users …` and `gatehouse apikeys …` commands need from
 // the outside world, passed in rather than taken from `process`, so tests run
 // them in-process with plain streams. Also the few I/O helpers they share.
+import type { StoreConfig } from '../config/schema.js';
 import { CliError, type OutputIo } from './command.js';
 
 export interface CliIo extends OutputIo {
   /** The users file the commands read and replace. */
   usersFile: string;
+  /** The configured store: `users unlock` clears login throttling there. */
+  store?: StoreConfig;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
 }
 

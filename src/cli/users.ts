@@ -13,6 +13,7 @@ import {
   setDisabled,
   writeUsersFile,
 } from '../identity/users-file.js';
+import { unlockUsername } from '../limits/unlock.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { canPromptHidden, promptHidden, readAll, type CliIo } from './io.js';
 
@@ -29,9 +30,17 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
   at least ${MIN_PASSWORD_LENGTH} characters.`,
       run: add,
     },
-    disable: { synopsis: 'disable NAME', summary: 'refuse the user\'s logins and tokens at once', run: (rest, io) => changeStatus(rest, io, true) },
-    enable: { synopsis: 'enable NAME', summary: 'let a disabled user log in again', run: (rest, io) => changeStatus(rest, io, false) },
+    disable: { synopsis: 'disable NAME', summary: 'refuse the user\'s logins and end their sessions for good', run: (rest, io) => changeStatus(rest, io, true) },
+    enable: { synopsis: 'enable NAME', summary: 'let a disabled user log in again (old sessions stay ended)', run: (rest, io) => changeStatus(rest, io, false) },
     remove: { synopsis: 'remove NAME', summary: 'remove the user and their API keys', run: remove },
+    unlock: {
+      synopsis: 'unlock NAME',
+      summary: 'clear the login throttling of the user (in the configured Redis store)',
+      details: `  Clears the user's failure counts and waits on every address. An address
+  blocked for failures of its own stays blocked (addressBlockS). With the
+  in-memory store the counts live in the gateway process: restart it.`,
+      run: unlock,
+    },
     list: { synopsis: 'list', summary: 'list users (never a password hash)', run: list },
   },
   notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.`,
@@ -77,6 +86,17 @@ async function readNewPassword(io: CliIo, fromStdin: boolean): Promise<string> {
     throw new CliError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   }
   return password;
+}
+
+async function unlock(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, strict: true });
+  const username = singlePositional(positionals, 'NAME');
+  getUser(await readUsersFile(io.usersFile), username); // a typo is told, not silently "unlocked"
+  const url = io.store?.url;
+  if (!url || !io.store) throw new CliError('no store.url is configured: throttling lives in the running gateway\'s memory (restart it to clear)');
+  const cleared = await unlockUsername({ ...io.store, url }, username);
+  writeLine(io.stdout, `unlocked user ${username} (${cleared} throttling record${cleared === 1 ? '' : 's'} cleared)`);
+  return EXIT_OK;
 }
 
 async function changeStatus(args: string[], io: CliIo, disabled: boolean): Promise<number> {

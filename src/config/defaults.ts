@@ -95,3 +95,11 @@ export const DEFAULT_JOURNAL_MAX_BYTES = 100 * 1024 * 1024;
  * outbox retries at least every second; a deep outbox takes longer to drain).
  */
 export const DEFAULT_UNKNOWN_AFTER_OUTAGE_S = 10;
+/** Login throttling: see the README's security section for why these values. */
+export const DEFAULT_LOGIN_FREE_FAILURES = 5;
+export const DEFAULT_LOGIN_FIRST_WAIT_S = 2;
+export const DEFAULT_LOGIN_MAX_WAIT_S = 900;
+export const DEFAULT_LOGIN_FAILURE_WINDOW_S = 3_600;
+export const DEFAULT_LOGIN_FAILURES_PER_ADDRESS = 50;
+export const DEFAULT_LOGIN_ADDRESS_BLOCK_S = 900;
+export const DEFAULT_LOGIN_FAILURES_PER_USERNAME = 100;

@@ -92,6 +92,12 @@ export const TokensSchema = z.strictObject({
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
+/** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
+export const RateLimitSchema = z.strictObject({
+  points: positiveInt,
+  durationS: positiveInt,
+});
+
 export const RouteSchema = z.strictObject({
   name: z.string().min(1).optional(),
   /** Matched on whole path segments: `/a/b` matches `/a/b` and `/a/b/c`, not `/a/bc`. */
@@ -126,6 +132,8 @@ export const RouteSchema = z.strictObject({
    * `proxy.publicRouteMaxUpstreamConnections`, an authenticated one the whole pool.
    */
   maxUpstreamConnections: positiveInt.optional(),
+  /** Absent: no limit, and the route's requests cost nothing extra. Shared by every instance through the store. */
+  rateLimit: RateLimitSchema.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
   /** What to do with this route's 202 answers (spec 4.4). */
@@ -225,6 +233,26 @@ export const PasswordHashingSchema = z.strictObject({
   retryAfterS: positiveInt.default(d.DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S),
 });
 
+/** Login throttling (src/limits/login-throttle.ts); see the README's security section. */
+export const LoginLimitsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Failures of one username from one address that cost nothing; each one after them makes the pair wait. */
+  freeFailures: positiveInt.default(d.DEFAULT_LOGIN_FREE_FAILURES),
+  /** The first wait of a username+address pair; each further failure doubles it, up to `maxWaitS`. */
+  firstWaitS: positiveInt.default(d.DEFAULT_LOGIN_FIRST_WAIT_S),
+  maxWaitS: positiveInt.default(d.DEFAULT_LOGIN_MAX_WAIT_S),
+  /** How long a failure is remembered, for every count below. */
+  failureWindowS: positiveInt.default(d.DEFAULT_LOGIN_FAILURE_WINDOW_S),
+  /** Failed logins and refreshes one address may make (any usernames: spraying) before it is blocked for `addressBlockS`. */
+  failuresPerAddress: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_ADDRESS),
+  addressBlockS: positiveInt.default(d.DEFAULT_LOGIN_ADDRESS_BLOCK_S),
+  /**
+   * Failures one username may take from all addresses together (distributed
+   * guessing); past it, only addresses without recent failures may try it.
+   */
+  failuresPerUsername: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_USERNAME),
+});
+
 export const LimitsSchema = z.strictObject({
   /** Live sessions of one user; a login past it ends the oldest session. */
   maxSessionsPerUser: positiveInt.default(d.DEFAULT_MAX_SESSIONS_PER_USER),
@@ -232,6 +260,7 @@ export const LimitsSchema = z.strictObject({
   memoryMaxSessions: positiveInt.default(d.DEFAULT_MEMORY_MAX_SESSIONS),
   memoryMaxRequests: positiveInt.default(d.DEFAULT_MEMORY_MAX_REQUESTS),
   passwordHashing: PasswordHashingSchema.prefault({}),
+  login: LoginLimitsSchema.prefault({}),
 });
 
 export const ConfigSchema = z
@@ -277,6 +306,8 @@ export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];
 export type LimitsConfig = Config['limits'];
 export type PasswordHashingConfig = Config['limits']['passwordHashing'];
+export type LoginLimitsConfig = Config['limits']['login'];
+export type RateLimitConfig = z.infer<typeof RateLimitSchema>;
 export type RouteAsyncConfig = RouteConfig['async'];
 export type IdentityHeaderNames = ProxyConfig['identityHeaders'];
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];

@@ -39,6 +39,8 @@ export const ERRORS = {
   upstream_unreachable: { status: 502, message: 'The service behind the gateway cannot be reached. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream connection failed' },
   upstream_unresolvable: { status: 503, message: 'The service behind the gateway cannot be found. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream host name did not resolve' },
   upstream_timeout: { status: 504, message: 'The service behind the gateway did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream timed out' },
+  // Login throttling and per-route limits: the client must wait (Retry-After says how long).
+  too_many_requests: { status: 429, message: 'Too many requests. Please wait before you retry.', oauthError: 'slow_down', reason: 'too many requests' },
   store_unavailable: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'state store unavailable' },
   // Readiness of a gateway that got a stop signal: load balancers take it out of rotation.
   shutting_down: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is stopping' },

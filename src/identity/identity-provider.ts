@@ -18,6 +18,8 @@ export interface AuthenticateOptions {
   /** The client's address as the listener trusts it: expensive checks are shared fairly between addresses. */
   clientAddress?: string;
 }
+/** Whose session is asked about; `sessionStartedAtMs` when the caller knows the session. */
+export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined };
 
 export interface IdentityProvider {
   /**
@@ -27,8 +29,14 @@ export interface IdentityProvider {
    * time for an unknown user as for a wrong password.
    */
   authenticate(username: string, secret: string, options?: AuthenticateOptions): Promise<Identity | null>;
-  /** True while the user is enabled and, for an API-key login, the key unrevoked. */
-  isActive(identity: Pick<Identity, 'sub' | 'apiKeyId'>): boolean;
+  /** True when `username` names an existing user (the audit log writes only such names). */
+  hasUser(username: string): boolean;
+  /**
+   * True while the user is enabled, the session (when its start is given)
+   * began after the user was last disabled, and, for an API-key login, the
+   * key is unrevoked.
+   */
+  isActive(identity: SessionHolder): boolean;
   /**
    * Called after the identities changed (the users file was reloaded, by
    * this instance's watcher or a caller): `isActive` may answer differently

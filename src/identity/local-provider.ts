@@ -12,7 +12,7 @@ import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import type { AuthenticateOptions, Identity, IdentityProvider } from './identity-provider.js';
+import type { AuthenticateOptions, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
 
@@ -23,6 +23,8 @@ const WATCH_INTERVAL_MS = 500;
 interface IndexedUser {
   username: string;
   record: UserRecord;
+  /** `record.sessionsNotBefore` in epoch ms (0: none), read once per reload rather than per request. */
+  sessionsNotBeforeMs: number;
 }
 
 interface IndexedKey {
@@ -114,10 +116,15 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return this.#authenticateWithPassword(username, secret, snapshot, options.clientAddress ?? NO_ADDRESS);
   }
 
-  isActive({ sub, apiKeyId }: Pick<Identity, 'sub' | 'apiKeyId'>): boolean {
+  hasUser(username: string): boolean {
+    return this.#snapshot.byName.has(username);
+  }
+
+  isActive({ sub, apiKeyId, sessionStartedAtMs }: SessionHolder): boolean {
     const snapshot = this.#snapshot;
     const user = snapshot.byId.get(sub);
     if (!user || user.record.disabled) return false;
+    if (sessionStartedAtMs !== undefined && sessionStartedAtMs <= user.sessionsNotBeforeMs) return false;
     if (apiKeyId === undefined) return true;
     const indexedKey = snapshot.byKeyId.get(apiKeyId);
     return indexedKey !== undefined && indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
@@ -211,7 +218,7 @@ function buildSnapshot(data: UsersFileData): Snapshot {
   const byId = new Map<string, IndexedUser>();
   const byKeyId = new Map<string, IndexedKey>();
   for (const [username, record] of Object.entries(data.users)) {
-    const user: IndexedUser = { username, record };
+    const user: IndexedUser = { username, record, sessionsNotBeforeMs: record.sessionsNotBefore ? Date.parse(record.sessionsNotBefore) : 0 };
     byName.set(username, user);
     byId.set(record.id, user);
     for (const key of record.apiKeys) byKeyId.set(key.id, { user, key });

@@ -34,6 +34,11 @@ const UserRecordSchema = z.strictObject({
   id: z.uuid({ error: 'must be a UUID' }),
   passwordHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a password hash of the form scrypt$ln=…,r=…,p=…$<salt>$<hash>' }),
   disabled: z.boolean().default(false),
+  /**
+   * Sessions started before this time are void: `users disable` sets it and
+   * `enable` keeps it, so re-enabling a user never brings old sessions back.
+   */
+  sessionsNotBefore: isoTime.optional(),
   createdAt: isoTime,
   apiKeys: z.array(ApiKeyRecordSchema).default([]),
 });
@@ -186,9 +191,10 @@ export function addUser(data: UsersFileData, username: string, passwordHash: str
   return { ...data, users: { ...data.users, [username]: user } };
 }
 
-export function setDisabled(data: UsersFileData, username: string, disabled: boolean): UsersFileData {
+/** Disabling also voids every session the user has (`sessionsNotBefore`); enabling lets only new logins in. */
+export function setDisabled(data: UsersFileData, username: string, disabled: boolean, now = new Date()): UsersFileData {
   const user = getUser(data, username);
-  return withUser(data, username, { ...user, disabled });
+  return withUser(data, username, { ...user, disabled, ...(disabled && { sessionsNotBefore: now.toISOString() }) });
 }
 
 /** Removes the user and all of their API keys. */

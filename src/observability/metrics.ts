@@ -46,6 +46,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly loginEvents = new Counter({
+    name: 'gatehouse_login_events_total',
+    help: 'Logins and refreshes by method (password, api_key, refresh) and outcome (success, failure, throttled, lockout).',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'gatehouse_rate_limited_total',
+    help: 'Proxied requests refused by their route\'s request limit, by route.',
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  });
+
   constructor(options: { processMetrics?: boolean } = {}) {
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }

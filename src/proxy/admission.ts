@@ -18,12 +18,15 @@ import { isGatewayPath } from '../http/gateway-paths.js';
 import type { ProxyRoutes } from './proxy-routes.js';
 import { resolveRoute, type CompiledRoute } from './route-table.js';
 import type { HeaderPolicy } from './upstream-headers.js';
+import type { RouteLimits } from '../limits/route-limits.js';
 
 export interface AdmissionOptions {
   /** The routes in force now (reloads swap them whole). */
   routes: () => ProxyRoutes;
   bearer: BearerAuthenticator;
   headers: HeaderPolicy;
+  /** Counts requests of routes with a `rateLimit`; absent, no route is limited. */
+  limits?: RouteLimits;
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -41,8 +44,10 @@ export class Admission {
   readonly #routes: () => ProxyRoutes;
   readonly #bearer: BearerAuthenticator;
   readonly #headers: HeaderPolicy;
+  readonly #limits: RouteLimits | undefined;
 
   constructor(options: AdmissionOptions) {
+    this.#limits = options.limits;
     this.#routes = options.routes;
     this.#bearer = options.bearer;
     this.#headers = options.headers;
@@ -68,18 +73,25 @@ export class Admission {
     if (isGatewayPath(target.path)) throw gatehouseError('invalid_request', { reason: 'path is not in canonical form' });
     record.route = route;
     record.upstreamPath = upstreamPath;
+    // Only a route with a limit pays for it: the others stay synchronous.
+    const limited = route.config.rateLimit !== undefined && this.#limits !== undefined;
     if (route.config.auth === 'none') {
       record.principal = null;
-      return undefined;
+      return limited ? this.#takeLimit(route, `address:${this.#headers.clientAddress(req)}`) : undefined;
     }
     const checked = this.#bearer.authenticate(token ?? bearerToken(req.headers));
     if (!(checked instanceof Promise)) {
       record.principal = checked;
-      return undefined;
+      return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
     }
     return checked.then((principal) => {
       record.principal = principal;
+      return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
     });
+  }
+
+  #takeLimit(route: CompiledRoute, who: string): Promise<void> {
+    return this.#limits!.take(route, route.config.rateLimit!, who);
   }
 
   /**

@@ -87,6 +87,10 @@ export class RedisStore implements Store {
     this.feed = new AnnouncementFeed(this.subscriber, { keyPrefix: options.keyPrefix, logger: this.logger });
   }
 
+  get redisClient(): RedisClient {
+    return this.client;
+  }
+
   /**
    * Resolves once revocations and request status changes announced by other
    * instances reach this one (never rejects). Until then (Redis down at

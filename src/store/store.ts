@@ -5,6 +5,8 @@
 // Designed for Redis Cluster from the start: every record lives under keys
 // that share one hash tag, and no operation touches more than one slot.
 
+import type { RedisClient } from './redis-client.js';
+
 /** How a login proved who the user is (the `amr` claim of its tokens). */
 export type AuthMethod = 'pwd' | 'api_key';
 
@@ -66,6 +68,12 @@ export interface RequestStatusChange {
 
 export interface Store {
   readonly kind: 'memory' | 'redis';
+  /**
+   * The Redis store's command connection, for the rate limiters
+   * (src/limits/) that keep their counters beside the store's records.
+   * Absent on the in-memory store: limiters then count in memory too.
+   */
+  readonly redisClient?: RedisClient;
 
   /** Records a new session, kept until its `expiresAt`. */
   createSession(session: SessionRecord): Promise<void>;

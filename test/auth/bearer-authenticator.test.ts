@@ -340,6 +340,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         method: 'pwd',
         apiKeyId: undefined,
         expiresAtMs: expSeconds(tokens.access_token) * 1000,
+        sessionStartedAtMs: session.createdAt,
         sessionEndsAtMs: session.expiresAt,
       });
       expect(Object.isFrozen(principal)).toBe(true);

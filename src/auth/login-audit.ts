@@ -1,0 +1,44 @@
+// The audit trail of logins: one `event: 'audit'` log line per success,
+// failure, throttled attempt and lockout, and a counter of each in /metrics.
+// A username is written only when it names an existing user: what a refused
+// login typed into the username field may be a password.
+import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics.js';
+
+export type LoginMethod = 'password' | 'api_key' | 'refresh';
+export type AuditOutcome = 'success' | 'failure' | 'throttled' | 'lockout';
+
+export interface AuditFacts {
+  method: LoginMethod;
+  address: string;
+  requestId: string;
+  /** Only of an existing user. */
+  username?: string;
+  sub?: string;
+  sid?: string;
+  /** What a lockout started (pair_wait, address_blocked, username_guarded). */
+  lockout?: string;
+}
+
+const MESSAGES: Record<AuditOutcome, (method: LoginMethod) => string> = {
+  success: (method) => (method === 'refresh' ? 'access token renewed' : 'session started'),
+  failure: (method) => (method === 'refresh' ? 'refresh refused' : 'login refused'),
+  throttled: () => 'attempt throttled: too many failures',
+  lockout: () => 'throttling started: too many failures',
+};
+
+export class LoginAudit {
+  readonly #logger: Logger;
+  readonly #metrics: Metrics | undefined;
+
+  constructor(logger: Logger, metrics?: Metrics) {
+    this.#logger = logger.child({ component: 'audit' });
+    this.#metrics = metrics;
+  }
+
+  record(outcome: AuditOutcome, facts: AuditFacts): void {
+    this.#metrics?.loginEvents.inc({ method: facts.method, outcome });
+    const level = outcome === 'success' ? 'info' : 'warn';
+    this.#logger[level]({ event: 'audit', outcome, ...facts }, MESSAGES[outcome](facts.method));
+  }
+}

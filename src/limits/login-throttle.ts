@@ -1,0 +1,131 @@
+// Login throttling, after rate-limiter-flexible's "login endpoint protection"
+// pattern and Keycloak's brute-force detection:
+//
+// - a username+address pair gets `freeFailures` failures for nothing; each
+//   one after them makes that pair wait, twice as long as the last time
+//   (`firstWaitS`, doubling, up to `maxWaitS`): online guessing of one
+//   password slows to a crawl. A success clears the pair.
+// - an address that fails `failuresPerAddress` times in the window, whatever
+//   the usernames (spraying) and with refresh tokens too, is blocked for
+//   `addressBlockS`.
+// - a username that fails `failuresPerUsername` times from all addresses
+//   together (distributed guessing) is guarded: from then on, until the
+//   window ends, only addresses with no recent failure may try it. Each
+//   address of a botnet gets one guess at most; the real user, from an
+//   address with a clean record, logs in as before. A username is never
+//   locked for everyone: that would hand anyone a denial of service.
+//
+// Every check happens before the password is hashed, so a throttled attempt
+// costs no scrypt. Usernames enter keys only as digests: what was typed may
+// be a password, and Redis keys are not secret.
+import { createHash } from 'node:crypto';
+import type { LoginLimitsConfig } from '../config/schema.js';
+import { RateLimiterRes } from 'rate-limiter-flexible';
+import { limiterCall, msLeft, tooManyRequests, type Limiter, type LimiterFactory } from './limiters.js';
+
+/** Enough for any count that matters: the counters below never refuse by themselves. */
+const UNBOUNDED = 1_000_000_000;
+
+export const PAIR_FAILURES = 'login-pair';
+export const PAIR_WAIT = 'login-wait';
+export const ADDRESS_FAILURES = 'login-address';
+export const USERNAME_FAILURES = 'login-username';
+
+/** What a failure started, for the audit log. */
+export type Lockout = 'pair_wait' | 'address_blocked' | 'username_guarded' | undefined;
+
+export function usernameKey(username: string): string {
+  return createHash('sha256').update(username, 'utf8').digest('base64url').slice(0, 22);
+}
+
+export class LoginThrottle {
+  readonly #limits: LoginLimitsConfig;
+  readonly #pairFailures: Limiter;
+  readonly #pairWait: Limiter;
+  readonly #addressFailures: Limiter;
+  readonly #usernameFailures: Limiter;
+
+  constructor(limits: LoginLimitsConfig, limiters: LimiterFactory) {
+    this.#limits = limits;
+    const window = limits.failureWindowS;
+    this.#pairFailures = limiters.create({ name: PAIR_FAILURES, points: UNBOUNDED, durationS: window });
+    // Only ever set by block(): one point is never consumed.
+    this.#pairWait = limiters.create({ name: PAIR_WAIT, points: 1, durationS: 1 });
+    // The failure that reaches failuresPerAddress is the one beyond `points`: it starts the block.
+    this.#addressFailures = limiters.create({ name: ADDRESS_FAILURES, points: limits.failuresPerAddress - 1, durationS: window, blockDurationS: limits.addressBlockS });
+    this.#usernameFailures = limiters.create({ name: USERNAME_FAILURES, points: UNBOUNDED, durationS: window });
+  }
+
+  get enabled(): boolean {
+    return this.#limits.enabled;
+  }
+
+  /** Throws a 429 when this username may not be tried from this address now. */
+  async checkLogin(username: string, address: string): Promise<void> {
+    if (!this.enabled) return;
+    const user = usernameKey(username);
+    const [byAddress, wait, byUsername] = await Promise.all([
+      this.#get(this.#addressFailures, address),
+      this.#get(this.#pairWait, `${user}:${address}`),
+      this.#get(this.#usernameFailures, user),
+    ]);
+    this.#refuseBlockedAddress(byAddress);
+    const waitMs = msLeft(wait);
+    if (waitMs > 0) throw tooManyRequests(waitMs, 'too many failed logins: wait before the next attempt');
+    const addressFailed = msLeft(byAddress) > 0 && (byAddress?.consumedPoints ?? 0) > 0;
+    const guardedMs = (byUsername?.consumedPoints ?? 0) >= this.#limits.failuresPerUsername ? msLeft(byUsername) : 0;
+    if (guardedMs > 0 && addressFailed) throw tooManyRequests(Math.min(guardedMs, this.#limits.maxWaitS * 1000), 'too many failed logins for this user');
+  }
+
+  /** Throws a 429 when this address may not present refresh tokens now. */
+  async checkRefresh(address: string): Promise<void> {
+    if (!this.enabled) return;
+    this.#refuseBlockedAddress(await this.#get(this.#addressFailures, address));
+  }
+
+  /** Counts a failed login; tells what it started, if anything. */
+  async loginFailed(username: string, address: string): Promise<Lockout> {
+    if (!this.enabled) return undefined;
+    const user = usernameKey(username);
+    const pair = `${user}:${address}`;
+    const [byPair, byAddress, byUsername] = await Promise.all([
+      limiterCall(() => this.#pairFailures.penalty(pair)),
+      limiterCall(() => this.#addressFailures.consume(address)),
+      limiterCall(() => this.#usernameFailures.penalty(user)),
+    ]);
+    const beyondFree = byPair.consumedPoints - this.#limits.freeFailures;
+    if (beyondFree > 0) {
+      // 2^30 s is far past any maxWaitS: the exponent stops there.
+      const waitS = Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS);
+      await limiterCall(() => this.#pairWait.block(pair, waitS));
+    }
+    if (byAddress.consumedPoints === this.#limits.failuresPerAddress) return 'address_blocked';
+    if (beyondFree > 0) return 'pair_wait';
+    if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return 'username_guarded';
+    return undefined;
+  }
+
+  /** Counts an invalid refresh token against its address; true when that blocked the address. */
+  async refreshFailed(address: string): Promise<boolean> {
+    if (!this.enabled) return false;
+    const byAddress = await limiterCall(() => this.#addressFailures.consume(address));
+    return byAddress.consumedPoints === this.#limits.failuresPerAddress;
+  }
+
+  /** A success clears the pair's failures and wait: the user's own typos do not pile up. */
+  async loginSucceeded(username: string, address: string): Promise<void> {
+    if (!this.enabled) return;
+    const pair = `${usernameKey(username)}:${address}`;
+    await Promise.all([limiterCall(() => this.#pairFailures.delete(pair)), limiterCall(() => this.#pairWait.delete(pair))]);
+  }
+
+  #refuseBlockedAddress(byAddress: RateLimiterRes | null): void {
+    const blockedMs = byAddress && byAddress.consumedPoints >= this.#limits.failuresPerAddress ? msLeft(byAddress) : 0;
+    if (blockedMs > 0) throw tooManyRequests(blockedMs, 'too many failed attempts from this address');
+  }
+
+  async #get(limiter: Limiter, key: string): Promise<RateLimiterRes | null> {
+    const res = await limiterCall(() => limiter.get(key));
+    return res;
+  }
+}

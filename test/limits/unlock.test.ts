@@ -1,0 +1,46 @@
+// Throttling on Redis: two gateways sharing one store count together, and
+// `gatehouse users unlock NAME` clears a user's throttling there.
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runUsersCommand } from '../../src/cli/users.js';
+import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
+
+let redis: { url: string; close(): Promise<void> };
+let first: TestGateway;
+let second: TestGateway;
+const keyPrefix = uniquePrefix();
+
+beforeAll(async () => {
+  redis = await testRedisUrl();
+  const config = { server: { trustedProxies: ['127.0.0.1'] }, store: { url: redis.url, keyPrefix } };
+  first = await startTestGateway({ config });
+  second = await startTestGateway({ config });
+});
+afterAll(async () => {
+  await Promise.all([first?.close(), second?.close()]);
+  await redis?.close();
+});
+
+const ATTACKER = '203.0.113.77';
+
+function loginAt(gw: TestGateway, password: string): Promise<Response> {
+  return postJson(`${gw.url}/api/v1/auth/login`, { username: 'alice', password }, { 'x-forwarded-for': ATTACKER });
+}
+
+describe('login throttling on Redis', () => {
+  it('counts failures on every instance together, and users unlock clears them', async () => {
+    // Alternating instances: six failures in all start the pair's wait.
+    for (let i = 0; i < 6; i++) expect((await loginAt(i % 2 ? second : first, `guess-${i}`)).status).toBe(401);
+    expect((await loginAt(first, 'alice-password-1')).status).toBe(429);
+    expect((await loginAt(second, 'alice-password-1')).status).toBe(429);
+
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const code = await runUsersCommand(['unlock', 'alice'], { usersFile: first.usersFile, store: { url: redis.url, keyPrefix }, stdin: new PassThrough(), stdout, stderr });
+    expect(code).toBe(0);
+    expect(String(stdout.read())).toMatch(/^unlocked user alice \(\d+ throttling records? cleared\)/);
+
+    expect((await loginAt(second, 'alice-password-1')).status).toBe(200);
+  });
+});
