@@ -7,12 +7,14 @@
 // random strings and mutations of a valid token (jwt-mutations.ts) are refused
 // with the documented 401 / 400; only the issued token is accepted. Never a
 // 500, a crash or a hang, and a refused request never reaches the upstream.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import fc from 'fast-check';
+import { importJWK, SignJWT, type JWK } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { login, type TokenSetBody } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
-import type { JWK } from 'jose';
-import { foreignSigner, isIssued, tokensFrom } from './jwt-mutations.js';
+import { claimEdits, claimsAccepted, claimsOf, foreignSigner, isIssued, tokensFrom } from './jwt-mutations.js';
 import { ask, expectDiagnoses, expectNoServerErrors, expectTokenSet, failOnCrashes, fuzz, fuzzBench, fuzzTimeout, headerText, type Answer } from './support.js';
 
 failOnCrashes();
@@ -170,6 +172,32 @@ describe('refresh tokens on the refresh endpoint', () => {
         if (isIssued(token, issued)) expectTokenSet(answer);
         else if (token === '') expectDiagnoses(answer, [400]);
         else expect(expectDiagnoses(answer, [400])).toBe('400 (Bad Request) - invalid_grant: invalid refresh token');
+      }),
+    );
+    expectNoServerErrors(gw);
+  });
+});
+
+describe('tokens signed with the issuer\'s own key', () => {
+  // What only the key's holder can make: every claim check of the verifier
+  // and the bearer check, beyond the signature, gets fuzzed here.
+  it('are accepted on a protected route exactly when their claims are valid', { timeout: fuzzTimeout() }, async () => {
+    const { gw, alice, upstream } = bench();
+    const { keys } = JSON.parse(await readFile(join(gw.dir, 'keys.json'), 'utf8')) as { keys: Array<{ kid: string; alg: string; jwk: JWK }> };
+    const { kid, alg, jwk } = keys[0]!;
+    const key = await importJWK(jwk, alg);
+    const issued = claimsOf(alice.access_token);
+    await fuzz(
+      fc.asyncProperty(claimEdits(issued), async (claims) => {
+        const token = await new SignJWT(claims).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(key);
+        const before = upstream.seen.length;
+        const answer = await ask(`${gw.url}/svc/resource`, { headers: { authorization: `Bearer ${token}` } });
+        if (claimsAccepted(claims, issued, Math.floor(Date.now() / 1000), gw.config.tokens.clockToleranceS)) {
+          expect(answer.status, `${answer.body.toString('utf8')} for ${JSON.stringify(claims)}`).toBe(200);
+        } else {
+          expect(expectDiagnoses(answer, [401]), JSON.stringify(claims)).toMatch(/^401 \(Unauthorized\) - invalid_token: /);
+          expect(upstream.seen.length).toBe(before);
+        }
       }),
     );
     expectNoServerErrors(gw);

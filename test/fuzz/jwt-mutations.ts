@@ -117,3 +117,43 @@ export async function foreignSigner(publicJwk: JWK): Promise<(header: Json, payl
     }
   };
 }
+
+/** `payload` with a claim or two changed or removed: for tokens signed with the issuer's own key. */
+export function claimEdits(payload: Json): fc.Arbitrary<Json> {
+  // Mostly one claim changed to one of its suspects: each check is then the only one that can refuse.
+  const one = fc.constantFrom(...Object.keys(PAYLOAD_VALUES)).chain((name) => fc.constantFrom(...PAYLOAD_VALUES[name]!, undefined).map((value): Array<[string, unknown]> => [[name, value]]));
+  return fc.oneof({ weight: 3, arbitrary: one }, { weight: 1, arbitrary: edits(PAYLOAD_VALUES) }).map((changes) => applied(payload, changes));
+}
+
+/** The claims of a token as the gateway issued it. */
+export const claimsOf = (token: string): Json => decodeJson(token.split('.')[1]!);
+
+const isNonEmptyString = (value: unknown) => typeof value === 'string' && value !== '';
+const isNumericDate = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/**
+ * Whether a bearer token signed with the issuer's own key must be accepted,
+ * as the README states the checks: `iss` and `aud` exactly the issuer's,
+ * `exp` not past and `nbf` (when present) not ahead (with the clock
+ * tolerance), `typ` an access or refresh token, the session of `sid` alive
+ * and `sub`'s, and every claim the issuer writes present with its type.
+ */
+export function claimsAccepted(claims: Json, issued: Json, nowS: number, toleranceS: number): boolean {
+  const { iss, aud, exp, nbf, iat, jti, typ, sid, sub, preferred_username, amr } = claims;
+  return (
+    iss === issued.iss &&
+    aud === issued.aud &&
+    isNumericDate(exp) &&
+    (exp as number) > nowS - toleranceS &&
+    (nbf === undefined || (typeof nbf === 'number' && nbf <= nowS + toleranceS)) &&
+    isNumericDate(iat) &&
+    isNonEmptyString(jti) &&
+    (typ === 'Bearer' || typ === 'Refresh') &&
+    sid === issued.sid &&
+    sub === issued.sub &&
+    isNonEmptyString(preferred_username) &&
+    Array.isArray(amr) &&
+    amr.length > 0 &&
+    amr.every((method) => method === 'pwd' || method === 'api_key')
+  );
+}

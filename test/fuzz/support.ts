@@ -2,7 +2,7 @@
 // documented, a gateway with one protected and one public route in front of
 // a real upstream, and a watch for crashes of the process the gateway runs in.
 //
-// FUZZ_RUNS sets the runs per property (a few hundred by default, so the folder
+// FUZZ_RUNS sets the runs per property (100 by default, so the folder
 // stays quick in the suite; thousands for a long local run). A failure prints
 // its seed and path: FUZZ_SEED and FUZZ_PATH replay exactly that run.
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
