@@ -150,6 +150,12 @@ describe('found by fuzzing: a config file', () => {
   /** A ConfigError with exactly these problems. */
   const configError = (...problems: unknown[]) => expect.objectContaining({ constructor: ConfigError, problems });
 
+  // Found by the parseConfig property: the routes' content checks ran on a value
+  // that is no list and threw a TypeError (a stack trace, not exit 78).
+  it.each([{}, '', 7])('whose routes are no list (%j) is refused with a ConfigError naming routes', (routes) => {
+    expect(() => parseConfig({ ...BASE, routes }, { baseDir: '/', env: {} })).toThrow(configError(expect.stringMatching(/^routes: /)));
+  });
+
   // Found by the loadConfig property above: the yaml library refuses to expand aliases past a
   // limit (a few bytes that would expand to millions of nodes) by throwing a
   // ReferenceError, which escaped the loader instead of a ConfigError (exit 78).
