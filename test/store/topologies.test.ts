@@ -94,7 +94,10 @@ describe('a Sentinel set (1 master, 1 replica, 3 sentinels)', () => {
   });
 });
 
-describe('a Cluster (3 masters, each with a replica)', () => {
+// Retried: once in a full run on a loaded machine a node dropped a fresh
+// connection ("Connection is closed") while the cluster settled; a cluster
+// that does not work fails every try.
+describe('a Cluster (3 masters, each with a replica)', { retry: 2 }, () => {
   let client: Cluster;
 
   /** A hash tag whose slot the master serves, so keys `{tag}:…` live there. */
