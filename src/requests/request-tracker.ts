@@ -135,6 +135,9 @@ export class RequestTracker {
    * time until that is known.
    */
   unknown(): GatehouseError {
+    // Until the feed resumes, the outage has not ended for this instance, whatever its reads say:
+    // another instance's records are still on their way (the window starts again at the resume).
+    if (this.#store.revocationFeedInterrupted?.() === true) this.#outages.note();
     const remainingMs = this.#outages.msRemaining();
     const unsure = remainingMs > 0 || (this.#backlog !== undefined && !this.#backlog.replayed);
     if (!unsure) return gatehouseError('request_not_found');

@@ -100,17 +100,26 @@ export class AnnouncementFeed {
     );
   }
 
+  /** Deaf since its connection closed, until the subscriptions are renewed: announcements may be missed meanwhile. */
+  get interrupted(): boolean {
+    return this.#interrupted;
+  }
+
+  #interrupted = false;
+
   /** A connection that was ready, closed and is ready again has been deaf meanwhile. */
   #watchInterruptions(): void {
     let wasReady = false;
-    let interrupted = false;
+    let lostConnection = false;
     this.#subscriber.on('ready', () => {
-      if (interrupted && !this.#closed) this.#resubscribe();
+      if (lostConnection && !this.#closed) this.#resubscribe();
       wasReady = true;
-      interrupted = false;
+      lostConnection = false;
     });
     this.#subscriber.on('close', () => {
-      if (wasReady) interrupted = true;
+      if (!wasReady) return;
+      lostConnection = true;
+      this.#interrupted = true;
     });
   }
 
@@ -124,6 +133,7 @@ export class AnnouncementFeed {
     this.#subscriber.subscribe(this.revocationChannel, this.statusChannel).then(
       () => {
         if (this.#closed) return;
+        this.#interrupted = false;
         this.#logger.info('revocation feed resumed; cached token checks are dropped');
         this.resumed.emit();
       },

@@ -147,6 +147,10 @@ export class RedisStore implements Store {
     return this.feed.resumed.add(listener);
   }
 
+  revocationFeedInterrupted(): boolean {
+    return this.feed.interrupted;
+  }
+
   async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     const ttlMs = retentionPx(retentionMs);
     const fields = requestFields(record);

@@ -98,6 +98,11 @@ export interface Store {
    * Never called by a store that has no such feed (in-memory).
    */
   onRevocationFeedResumed(listener: () => void): () => void;
+  /**
+   * True while the feed is interrupted and not yet resumed (its stores may
+   * answer again before it does). Absent: a store whose feed never breaks.
+   */
+  revocationFeedInterrupted?(): boolean;
 
   /**
    * Records a new asynchronous request, kept for `retentionMs`. Resolves

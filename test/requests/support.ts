@@ -95,6 +95,9 @@ export class TestStore implements Store {
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.inner.onSessionRevoked(listener);
   }
+  revocationFeedInterrupted(): boolean {
+    return this.inner.revocationFeedInterrupted?.() === true;
+  }
   onRevocationFeedResumed(listener: () => void): () => void {
     const registration = () => listener();
     this.#feedResumed.add(registration);
