@@ -2,6 +2,7 @@
 // interface, so a later OpenID Provider can answer in place of the local
 // users file without them noticing.
 import type { AuthMethod } from '../store/store.js';
+import type { KeyScope } from './key-scope.js';
 
 export interface Identity {
   /** Stable user id: the token's `sub`. Never reused for another user. */
@@ -11,6 +12,11 @@ export interface Identity {
   method: AuthMethod;
   /** Set when `method` is `api_key`. */
   apiKeyId?: string;
+  /** The user's roles (and groups), already narrowed by the key's scope for an API-key login. */
+  roles?: readonly string[];
+  groups?: readonly string[];
+  /** Set for a login with a scoped API key: its tokens are limited the same way. */
+  keyScope?: KeyScope;
 }
 
 /** What a provider may weigh besides the credentials. */

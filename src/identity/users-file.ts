@@ -13,6 +13,7 @@ import { Document, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { writeFileAtomic } from '../files/atomic-write.js';
 import { KEY_ID_PATTERN } from './api-keys.js';
+import { KeyScopeSchema } from './key-scope.js';
 import { isWellFormedPasswordHash } from './passwords.js';
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
@@ -28,6 +29,8 @@ const ApiKeyRecordSchema = z.strictObject({
   label: z.string().max(MAX_LABEL_LENGTH).optional(),
   createdAt: isoTime,
   revokedAt: isoTime.optional(),
+  /** Absent: the key carries all of its owner's power. */
+  scope: KeyScopeSchema.optional(),
 });
 
 const UserRecordSchema = z.strictObject({

@@ -1,0 +1,24 @@
+// What an API key may do: a subset of its owner's power. The users file (keys
+// an operator lists) and the store (keys users create for themselves) hold the
+// same shape, and a login with the key yields tokens limited the same way.
+import { z } from 'zod';
+
+/** A role or scope name as tokens carry it: no spaces (an OAuth `scope` is space-separated). */
+export const ROLE_NAME_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
+
+export const RoleNameSchema = z.string().regex(ROLE_NAME_PATTERN, {
+  error: 'must be 1 to 64 letters, digits and . _ : / -',
+});
+
+export const KeyScopeSchema = z.strictObject({
+  /** The key carries only these of its owner's roles; absent: all of them. */
+  roles: z.array(RoleNameSchema).optional(),
+  /** The key carries only these scopes; absent: no narrowing by scope. */
+  scopes: z.array(RoleNameSchema).optional(),
+  /** Only the safe methods (GET, HEAD, OPTIONS) with the key's tokens. */
+  readOnly: z.boolean().optional(),
+  /** After this instant a login with the key fails, and its sessions end. */
+  expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date and time' }).optional(),
+});
+
+export type KeyScope = z.infer<typeof KeyScopeSchema>;
