@@ -1,9 +1,10 @@
 // Signs the tokens of a session. A login gets an access token and a refresh
 // token; a refresh gets a new access token and keeps its refresh token
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
-import { KeyObject, randomUUID, sign } from 'node:crypto';
+import { randomUUID, sign } from 'node:crypto';
 import type { SessionRecord } from '../store/store.js';
-import type { KeySet, SigningKey } from './keyset.js';
+import { keyObjectOf } from './key-material.js';
+import type { KeySet } from './keyset.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from './types.js';
 
 export interface TokenIssuerOptions {
@@ -115,25 +116,12 @@ export class TokenIssuer {
     };
     const signingInput = `${base64Url(JSON.stringify(header))}.${base64Url(JSON.stringify(payload))}`;
     const signature = sign(alg === 'EdDSA' ? null : 'sha256', Buffer.from(signingInput), {
-      key: keyObject(key),
+      key: keyObjectOf(key),
       // JWS (RFC 7518 3.4) wants r ‖ s, not DER; ignored for the other key types.
       dsaEncoding: 'ieee-p1363',
     });
     return `${signingInput}.${signature.toString('base64url')}`;
   }
-}
-
-const keyObjects = new WeakMap<SigningKey['key'], KeyObject>();
-
-/** The node:crypto view of an imported key, made once per key. */
-function keyObject(key: SigningKey['key']): KeyObject {
-  if (key instanceof KeyObject) return key;
-  let object = keyObjects.get(key);
-  if (!object) {
-    object = KeyObject.from(key as unknown as Parameters<typeof KeyObject.from>[0]);
-    keyObjects.set(key, object);
-  }
-  return object;
 }
 
 function base64Url(json: string): string {

@@ -1,5 +1,6 @@
 // Key material: making a new key pair and turning stored JWKs into usable
 // keys, checking on the way that each key is what its entry says it is.
+import { KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { SigningAlgorithm } from '../config/schema.js';
 import { keyTimes, type KeyTimes } from './key-policy.js';
@@ -87,4 +88,22 @@ function publicMembers(jwk: JWK): JWK {
 function stripParameters(jwk: JWK): JWK {
   const { alg: _alg, use: _use, key_ops: _keyOps, kid: _kid, ext: _ext, ...rest } = jwk;
   return rest;
+}
+
+const keyObjects = new WeakMap<object, KeyObject>();
+
+/**
+ * The node:crypto view of an imported key, made once per key. Signing and
+ * verification use node:crypto's synchronous calls on it: a few tens of µs on
+ * the event loop, where WebCrypto's asynchronous ones queue on libuv's thread
+ * pool behind whatever password hashing or DNS holds it.
+ */
+export function keyObjectOf(key: object): KeyObject {
+  if (key instanceof KeyObject) return key;
+  let object = keyObjects.get(key);
+  if (!object) {
+    object = KeyObject.from(key as unknown as Parameters<typeof KeyObject.from>[0]);
+    keyObjects.set(key, object);
+  }
+  return object;
 }

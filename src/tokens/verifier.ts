@@ -2,9 +2,19 @@
 // TokenError with a reason a client may see. The token chooses nothing: the
 // key comes from our key set by `kid`, the algorithm must be the one that key
 // was made for, and the claims must be exactly the issuer's.
-import { jwtVerify, type JWTHeaderParameters, type JWTPayload } from 'jose';
+//
+// The steps and their order are jose's jwtVerify (RFC 7515 5.2, RFC 7519
+// 7.2), but the signature is checked with node:crypto's synchronous verify:
+// jose's runs on WebCrypto, whose work queues on libuv's four threads behind
+// password hashing and DNS lookups, so a flood of garbage logins delayed the
+// first use of every new token by seconds. On the event loop it costs the
+// same few tens of µs and waits for nothing (bench/flood.ts measures both).
+import { verify as verifySignature } from 'node:crypto';
+import type { JWTHeaderParameters } from 'jose';
+import type { SigningAlgorithm } from '../config/schema.js';
 import type { AuthMethod } from '../store/store.js';
 import { canonicalIssuer } from './issuer.js';
+import { keyObjectOf } from './key-material.js';
 import type { KeySet } from './keyset.js';
 import { TokenError, type TokenClaims, type TokenType } from './types.js';
 
@@ -62,16 +72,14 @@ export class TokenVerifier {
   readonly #issuer: string;
   readonly #audience: string;
   readonly #clockToleranceS: number;
-  readonly #now: (() => number) | undefined;
-  readonly #getKey: (header: JWTHeaderParameters) => ReturnType<KeySet['getVerificationKey']>;
+  readonly #now: () => number;
 
   constructor(options: TokenVerifierOptions) {
     this.#keys = options.keys;
     this.#issuer = canonicalIssuer(options.issuer);
     this.#audience = options.audience;
     this.#clockToleranceS = options.clockToleranceS;
-    this.#now = options.now;
-    this.#getKey = (header) => this.#keys.getVerificationKey(header);
+    this.#now = options.now ?? Date.now;
   }
 
   /** The token's claims when it is valid and its `typ` is one of `accept`; throws TokenError otherwise. */
@@ -79,53 +87,75 @@ export class TokenVerifier {
     if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) {
       throw new TokenError('malformed token');
     }
-    // Before jose and before any cache sees it: one token, one spelling.
+    // Before anything else and before any cache sees it: one token, one spelling.
     if (!isCanonicalCompactJws(token)) throw new TokenError('token is not in canonical base64url');
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, this.#getKey, {
-        // Read per token: a rotation to another algorithm changes the list.
-        algorithms: this.#keys.algorithms(),
-        issuer: this.#issuer,
-        audience: this.#audience,
-        clockTolerance: this.#clockToleranceS,
-        requiredClaims: REQUIRED_CLAIMS,
-        ...(this.#now !== undefined && { currentDate: new Date(this.#now()) }),
-      }));
-    } catch (error) {
-      throw tokenError(error);
-    }
+    const first = token.indexOf('.');
+    const second = token.indexOf('.', first + 1);
+    const header = decodeSegment(token, 0, first);
+    // No extension is understood, so none may be critical (RFC 7515 4.1.11); `b64` only counts when it is.
+    if (header === null || header.crit !== undefined) throw new TokenError('malformed token');
+    const { alg } = header;
+    if (typeof alg !== 'string') throw new TokenError('malformed token');
+    // Read per token: a rotation to another algorithm changes the list.
+    if (!(this.#keys.algorithms() as readonly string[]).includes(alg)) throw new TokenError('algorithm not allowed');
+    // Unknown kid, or a kid of a key made for another algorithm: TokenError from the key set.
+    const key = keyObjectOf(await this.#keys.getVerificationKey(header as JWTHeaderParameters));
+    const signature = Buffer.from(token.slice(second + 1), 'base64url');
+    const signed = Buffer.from(token.slice(0, second), 'latin1'); // base64url and `.`: ASCII
+    if (!signatureMatches(alg as SigningAlgorithm, signed, key, signature)) throw new TokenError('invalid signature');
+    const payload = decodeSegment(token, first + 1, second);
+    if (payload === null) throw new TokenError('malformed token');
+    this.#checkClaims(payload);
     return tokenClaims(payload, accept);
+  }
+
+  /** jose's validateClaimsSet for the claims we require: presence, then iss, aud, iat, nbf, exp. */
+  #checkClaims(payload: Record<string, unknown>): void {
+    for (const claim of REQUIRED_CLAIMS) {
+      if (!Object.hasOwn(payload, claim)) throw new TokenError('malformed token');
+    }
+    if (payload.iss !== this.#issuer) throw new TokenError('wrong issuer');
+    const { aud } = payload;
+    if (aud !== this.#audience && !(Array.isArray(aud) && aud.includes(this.#audience))) throw new TokenError('wrong audience');
+    if (typeof payload.iat !== 'number') throw new TokenError('malformed token');
+    const nowS = Math.floor(this.#now() / 1000);
+    const { nbf, exp } = payload;
+    if (nbf !== undefined) {
+      if (typeof nbf !== 'number') throw new TokenError('malformed token');
+      if (nbf > nowS + this.#clockToleranceS) throw new TokenError('token not yet valid');
+    }
+    if (typeof exp !== 'number') throw new TokenError('malformed token');
+    if (exp <= nowS - this.#clockToleranceS) throw new TokenError('token expired');
   }
 }
 
-/** jose's error, as a client-safe reason; jose's own message stays in `cause` for the log. */
-function tokenError(error: unknown): TokenError {
-  if (error instanceof TokenError) return error; // from the key set: unknown kid, alg of another key
-  const { code, claim, reason } = (error ?? {}) as { code?: unknown; claim?: unknown; reason?: unknown };
-  switch (code) {
-    case 'ERR_JWT_EXPIRED':
-      return new TokenError('token expired', { cause: error });
-    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
-      return new TokenError('invalid signature', { cause: error });
-    case 'ERR_JOSE_ALG_NOT_ALLOWED':
-      return new TokenError('algorithm not allowed', { cause: error });
-    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
-      // A missing or mistyped claim is a malformed token; a present but wrong one has its own reason.
-      if (reason === 'check_failed') {
-        if (claim === 'nbf') return new TokenError('token not yet valid', { cause: error });
-        if (claim === 'iss') return new TokenError('wrong issuer', { cause: error });
-        if (claim === 'aud') return new TokenError('wrong audience', { cause: error });
-      }
-      return new TokenError('malformed token', { cause: error });
-    default:
-      // ERR_JWS_INVALID, ERR_JWT_INVALID (bad JSON, bad header), ERR_JOSE_NOT_SUPPORTED (unknown `crit`)…
-      return new TokenError('malformed token', { cause: error });
+/** Signature lengths fixed by the algorithm; anything else is refused before node:crypto sees it. */
+const SIGNATURE_BYTES: Partial<Record<SigningAlgorithm, number>> = { EdDSA: 64, ES256: 64 };
+
+function signatureMatches(alg: SigningAlgorithm, signed: Buffer, key: ReturnType<typeof keyObjectOf>, signature: Buffer): boolean {
+  const expectedBytes = SIGNATURE_BYTES[alg];
+  if (expectedBytes !== undefined && signature.length !== expectedBytes) return false;
+  try {
+    // JWS (RFC 7518 3.4) signs ES256 as r ‖ s, not DER; the option is ignored for the other key types.
+    return verifySignature(alg === 'EdDSA' ? null : 'sha256', signed, { key, dsaEncoding: 'ieee-p1363' }, signature);
+  } catch {
+    return false; // a key of the wrong type for the data, a malformed signature
   }
+}
+
+/** A segment's JSON object; null when it is not base64url of a JSON object. */
+function decodeSegment(token: string, start: number, end: number): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(token.slice(start, end), 'base64url').toString('utf8'));
+  } catch {
+    return null;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
 
 /** The claims of TokenClaims, each of its type, and nothing else. */
-function tokenClaims(payload: JWTPayload, accept: readonly TokenType[]): TokenClaims {
+function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenType[]): TokenClaims {
   const { iss, sub, aud, iat, exp, jti, typ, sid, preferred_username, amr } = payload;
   if (
     !isNonEmptyString(iss) ||
