@@ -30,6 +30,7 @@ import { Metrics } from './observability/metrics.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
 import { Admission } from './proxy/admission.js';
+import { createCachedLookup } from './proxy/dns-cache.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
 import { ProxyRoutes } from './proxy/proxy-routes.js';
@@ -145,7 +146,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
 
   const registry = new TargetRegistry();
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
-  const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget });
+  // Upstream host names are looked up once, not per connection on the thread pool password hashing holds.
+  const lookup = createCachedLookup({ ttlMs: config.proxy.dnsCacheTtlS * 1000 });
+  const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget, lookup });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
@@ -158,7 +161,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger });
+  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup });
 
   const app = publicListener(config, logger, proxy.handle, drain);
   app.server.on('upgrade', websockets.handleUpgrade);

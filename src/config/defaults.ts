@@ -54,6 +54,8 @@ export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;
 export const DEFAULT_TARGET_DOWN_MS = 5_000;
 export const DEFAULT_MAX_SOCKETS_PER_TARGET = 256;
+/** Upstream host names: as long as a typical DNS TTL of a service record, short enough to follow a move. */
+export const DEFAULT_DNS_CACHE_TTL_S = 30;
 /** A proxied request body must arrive whole within this (Node's own default request timeout). */
 export const DEFAULT_REQUEST_DEADLINE_MS = 300_000;
 /** A proxied request body must bring at least this many bytes per second, measured over each window. */

@@ -214,6 +214,13 @@ export const ProxySchema = z.strictObject({
   allowClientHeaders: z.array(headerName).default([]),
   /** How long a target that refused connections is skipped before it is tried again. */
   targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
+  /**
+   * How long an upstream host name's addresses are used before they are
+   * looked up again (in the background: the old answer serves meanwhile, and
+   * stays when a lookup fails). Lookups share libuv's thread pool with
+   * password hashing; cached ones wait for nothing.
+   */
+  dnsCacheTtlS: positiveInt.default(d.DEFAULT_DNS_CACHE_TTL_S),
   /** Keep-alive sockets per upstream target. */
   maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
   /** The in-flight cap of a public route that names none: unauthenticated traffic never takes a whole pool. */

@@ -5,6 +5,7 @@
 // client as an HTTP answer.
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import type { LookupFunction } from 'node:net';
 import { WebSocket, type ClientOptions } from 'ws';
 import { gatehouseError } from '../http/errors.js';
 import { CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError } from './upstream-errors.js';
@@ -50,6 +51,8 @@ const HANDSHAKE_HEADERS = [
 export interface UpstreamSocketSettings {
   maxPayload: number;
   closeTimeoutMs: number;
+  /** How the connection resolves the target's host name (the gateway's DNS cache); node's own otherwise. */
+  lookup?: LookupFunction | undefined;
 }
 
 /**
@@ -68,6 +71,7 @@ export function dialUpstream(dial: UpstreamDial, settings: UpstreamSocketSetting
     followRedirects: false,
     maxPayload: settings.maxPayload,
     closeTimeout: settings.closeTimeoutMs,
+    ...(settings.lookup !== undefined && { lookup: settings.lookup }),
     finishRequest: (request: ClientRequest) => {
       // The path exactly as routing decided it: the URL parser `ws` reads
       // addresses with would re-encode some characters the HTTP proxy passes on.

@@ -6,6 +6,7 @@
 // The token may also come as a subprotocol (websocket-subprotocols.ts). Open
 // tunnels are kept by tunnel-registry.ts, which ends each with its session.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
@@ -38,6 +39,8 @@ export interface WebSocketProxyOptions {
   /** For the upstream's answer to the client (its 101's extra headers, or its refusal). */
   headers: HeaderPolicy;
   logger: Logger;
+  /** How upstream connections resolve host names: the DNS cache the HTTP engine shares. */
+  lookup?: LookupFunction;
 }
 
 /** One upgrade, from the request to the end of its tunnel; admission writes into it too. */
@@ -147,7 +150,7 @@ export class WebSocketProxy {
       const headers = this.#options.admission.upstreamHeaders(upgrade.req, upgrade, upgrade.requestId);
       const handshake = dialUpstream(
         { target, path: upstreamPath, headers, protocols: upgrade.protocols, connectTimeoutMs, responseTimeoutMs },
-        { maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS },
+        { maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS, lookup: this.#options.lookup },
       );
       // A client gone before the upstream answered: the handshake is abandoned.
       const clientGone = () => {

@@ -2,6 +2,7 @@
 // @fastify/reply-from): one connection pool per target origin and connect
 // timeout, keep-alive, response headers timeout per request.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { Pool } from 'undici';
 import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../engine.js';
@@ -15,6 +16,8 @@ const MANAGED_BY_UNDICI = new Set(['connection', 'keep-alive', 'transfer-encodin
 
 export interface UndiciEngineOptions {
   connectionsPerTarget: number;
+  /** How new connections resolve a target's host name (the cached lookup of ../dns-cache.ts); node's own otherwise. */
+  lookup?: LookupFunction;
 }
 
 export class UndiciEngine implements ForwardingEngine {
@@ -71,7 +74,10 @@ export class UndiciEngine implements ForwardingEngine {
     const key = `${origin} ${connectTimeoutMs}`;
     let pool = this.#pools.get(key);
     if (!pool) {
-      pool = new Pool(origin, { connections: this.#options.connectionsPerTarget, connect: { timeout: connectTimeoutMs }, pipelining: 1 });
+      const { connectionsPerTarget, lookup } = this.#options;
+      // undici hands `connect` options to net.connect / tls.connect, `lookup` included.
+      const connect = lookup === undefined ? { timeout: connectTimeoutMs } : { timeout: connectTimeoutMs, lookup };
+      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1 });
       this.#pools.set(key, pool);
     }
     return pool;
