@@ -27,6 +27,9 @@ import { RouteLimits } from './limits/route-limits.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
+import { RequestTelemetry } from './observability/request-telemetry.js';
+import { measuredStore } from './observability/store-metrics.js';
+import { GATEHOUSE_VERSION } from './observability/version.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
 import { Admission } from './proxy/admission.js';
@@ -99,7 +102,8 @@ export interface Gateway {
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? createLogger(config);
   const ownStore = !options.store;
-  const store = options.store ?? (await createStore(config.store, logger, config.limits));
+  const metrics = new Metrics({ version: GATEHOUSE_VERSION });
+  const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
   const passwordHashing = new FairWorkQueue(config.limits.passwordHashing);
   const identity = await createIdentityProvider(config.identity, logger, {
     hashing: passwordHashing,
@@ -115,8 +119,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   });
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
-  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger });
-  const metrics = new Metrics();
+  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger, metrics });
   const limiters = new LimiterFactory(store, config.store.keyPrefix);
   const auth = new AuthService({
     identity,
@@ -153,7 +156,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
   const drain = new Drain();
-  const proxy = new ProxyHandler({ admission, headers, engine, logger, accessLog: config.log.access, capture, drain });
+  // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
+  const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access });
+  const proxy = new ProxyHandler({ admission, headers, engine, logger, telemetry, metrics, capture, drain });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -161,9 +166,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup });
+  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup, telemetry });
+  metrics.readFrom({ openTunnels: () => websockets.openTunnels, openLongPolls: () => requests.watching });
 
-  const app = publicListener(config, logger, proxy.handle, drain);
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, (req) => headers.clientAddress(req));
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });

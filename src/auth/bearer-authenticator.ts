@@ -12,6 +12,9 @@
 // Revocations reach the cache through the store's feed (token-cache.ts).
 import type { Logger } from 'pino';
 import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import type { Metrics } from '../observability/metrics.js';
+import { bearerToken } from './bearer.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { SessionRecord, Store } from '../store/store.js';
@@ -29,9 +32,14 @@ export interface BearerAuthenticatorOptions {
   /** How many verified tokens are remembered (`tokens.cacheMaxEntries`). */
   maxEntries: number;
   logger: Logger;
+  /** Cache hits and misses, refusals by reason. */
+  metrics?: Metrics;
   /** Epoch milliseconds; for tests of expiry. */
   now?: () => number;
 }
+
+type Incrementer = { inc(): void };
+const NO_COUNT: Incrementer = { inc() {} };
 
 /** Spec 5.9: a refresh token is a bearer token too. */
 const BEARER_TYPES: readonly TokenType[] = ['Bearer', 'Refresh'];
@@ -46,6 +54,10 @@ export class BearerAuthenticator {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #cache: VerifiedTokenCache;
+  readonly #metrics: Metrics | undefined;
+  /** Bound once: a cache hit pays an increment, not a label lookup. */
+  readonly #hits: Incrementer;
+  readonly #misses: Incrementer;
   /** First checks under way, by token: concurrent first uses share one verification and one store lookup. */
   readonly #inFlight = new Map<string, Promise<Principal>>();
   #closed = false;
@@ -55,6 +67,9 @@ export class BearerAuthenticator {
   constructor(options: BearerAuthenticatorOptions) {
     this.#now = options.now ?? Date.now;
     this.#cache = new VerifiedTokenCache(options.maxEntries, this.#now);
+    this.#metrics = options.metrics;
+    this.#hits = options.metrics?.tokenCache.labels('hit') ?? NO_COUNT;
+    this.#misses = options.metrics?.tokenCache.labels('miss') ?? NO_COUNT;
     this.#verifier = options.verifier;
     this.#store = options.store;
     this.#identity = options.identity;
@@ -84,16 +99,28 @@ export class BearerAuthenticator {
   authenticate(token: string, verified?: TokenClaims): Principal | Promise<Principal> {
     const cached = this.#cache.get(token);
     if (cached !== undefined) {
+      this.#hits.inc();
       if (this.#identity.isActive(cached)) return cached;
       this.#cache.delete(token);
       throw this.#refused(INACTIVE, cached);
     }
+    this.#misses.inc();
     let flight = this.#inFlight.get(token);
     if (flight === undefined) {
       flight = this.#firstCheck(token, verified).finally(() => this.#inFlight.delete(token));
       this.#inFlight.set(token, flight);
     }
     return flight;
+  }
+
+  /** The request's bearer token (RFC 6750 2.1); a missing or malformed header is refused and counted like any refusal. */
+  presented(headers: IncomingHttpHeaders): string {
+    try {
+      return bearerToken(headers);
+    } catch (error) {
+      this.#metrics?.authRefusals.inc({ reason: headers.authorization === undefined || headers.authorization === '' ? 'no bearer token' : 'not a bearer token' });
+      throw error;
+    }
   }
 
   /**
@@ -177,6 +204,8 @@ export class BearerAuthenticator {
 
   /** A 401 with its challenge; the reason goes to the debug log, the token never does. */
   #refused(reason: string, who?: Pick<TokenClaims, 'sid' | 'sub'>, cause?: unknown): GatehouseError {
+    // Reasons are the verifier's and this module's fixed texts: a bounded label.
+    this.#metrics?.authRefusals.inc({ reason });
     this.#logger.debug({ event: 'bearer_refused', reason, ...(who && { sid: who.sid, sub: who.sub }) }, 'bearer token refused');
     return gatehouseError('invalid_bearer_token', {
       reason,

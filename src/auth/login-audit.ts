@@ -38,6 +38,7 @@ export class LoginAudit {
 
   record(outcome: AuditOutcome, facts: AuditFacts): void {
     this.#metrics?.loginEvents.inc({ method: facts.method, outcome });
+    if (outcome === 'throttled') this.#metrics?.throttled.inc({ limit: facts.method === 'refresh' ? 'refresh' : 'login' });
     const level = outcome === 'success' ? 'info' : 'warn';
     this.#logger[level]({ event: 'audit', outcome, ...facts }, MESSAGES[outcome](facts.method));
   }

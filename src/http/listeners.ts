@@ -8,7 +8,10 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
+import { redactUrl } from '../observability/redact-url.js';
 import { requestId } from '../observability/request-id.js';
+import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
+import { traceContext, TRACEPARENT_HEADER, type TraceContext } from '../observability/trace-context.js';
 import { answerFrameworkError } from './error-handler.js';
 import type { Drain } from './drain.js';
 import { writeErrorToSocket } from './error-response.js';
@@ -16,6 +19,20 @@ import { gatehouseError } from './errors.js';
 import { isGatewayPath } from './gateway-paths.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Each gateway-endpoint request's trace, worked out once from its headers. */
+const traces = new WeakMap<IncomingMessage, TraceContext>();
+/** The connection's bytesWritten when a gateway-endpoint request began. */
+const bytesWrittenBefore = new WeakMap<IncomingMessage, number>();
+
+function requestTrace(req: IncomingMessage): TraceContext {
+  let trace = traces.get(req);
+  if (trace === undefined) {
+    trace = traceContext(req.headers[TRACEPARENT_HEADER]);
+    traces.set(req, trace);
+  }
+  return trace;
+}
 
 /** Fastify's default: longer than the idle timeout of common load balancers (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
@@ -49,7 +66,14 @@ function arrivalTimeouts(headersTimeoutMs: number, requestTimeoutMs: number) {
  * other request goes straight to the proxy's handler on the raw node:http
  * request, without Fastify's routing and hooks on the hot path.
  */
-export function publicListener(config: Config, logger: Logger, proxy: RequestListener, drain: Drain): FastifyInstance {
+export function publicListener(
+  config: Config,
+  logger: Logger,
+  proxy: RequestListener,
+  drain: Drain,
+  telemetry: RequestTelemetry,
+  clientAddress: (req: IncomingMessage) => string,
+): FastifyInstance {
   const { trustedProxies, apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -76,6 +100,10 @@ export function publicListener(config: Config, logger: Logger, proxy: RequestLis
     clientErrorHandler: answerUnparsableRequest,
     frameworkErrors: answerFrameworkError,
     genReqId: requestId,
+    // Every log line of a request carries its trace id (W3C Trace Context), continued or new.
+    childLoggerFactory(parent, bindings, options, raw) {
+      return parent.child({ ...bindings, traceId: requestTrace(raw as IncomingMessage).traceId }, options);
+    },
     // One access-log line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: trustedProxies.length > 0 ? [...trustedProxies] : false,
@@ -89,15 +117,33 @@ export function publicListener(config: Config, logger: Logger, proxy: RequestLis
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    bytesWrittenBefore.set(request.raw, request.raw.socket?.bytesWritten ?? 0);
   });
   app.addHook('onSend', async (_request, reply) => {
     drain.closeAfter(reply.raw);
   });
-  if (config.log.access) {
-    app.addHook('onResponse', async (request, reply) => {
-      request.log.info({ req: request, res: reply, responseTimeMs: Math.round(reply.elapsedTime * 100) / 100 }, 'request completed');
+  // The same access line and request metrics as a proxied request.
+  app.addHook('onResponse', async (request, reply) => {
+    const raw = request.raw;
+    telemetry.done({
+      kind: 'gateway',
+      requestId: request.id,
+      traceId: requestTrace(raw).traceId,
+      clientAddress: telemetry.accessLog ? clientAddress(raw) : undefined,
+      method: request.method,
+      // The route's pattern (`/api/v1/requests/:id/status`): bounded, never the raw path.
+      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      url: telemetry.accessLog ? redactUrl(request.url) : '',
+      status: reply.statusCode,
+      bytesIn: declaredLength(raw),
+      bytesOut: raw.socket === null ? 0 : raw.socket.bytesWritten - (bytesWrittenBefore.get(raw) ?? 0),
+      durationMs: reply.elapsedTime,
+      upstreamMs: undefined,
+      subject: undefined,
+      userAgent: telemetry.accessLog ? userAgentOf(raw) : undefined,
+      completed: reply.raw.writableFinished,
     });
-  }
+  });
   return app;
 }
 

@@ -30,6 +30,7 @@ export class RouteLimits {
     const res = await limiterCall(() => this.#limiter(route, limit).consume(who));
     if (res.consumedPoints > limit.points) {
       this.#metrics?.rateLimited.inc({ route: route.name });
+      this.#metrics?.throttled.inc({ limit: 'route' });
       throw tooManyRequests(res.msBeforeNext, 'request limit of this route reached');
     }
   }

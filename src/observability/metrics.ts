@@ -1,7 +1,12 @@
 // Prometheus metrics, served on the admin listener at /metrics. One registry
 // per gateway (not prom-client's global one), so several gateways in one
 // process (tests) do not share counters.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+//
+// Label values are bounded: route names from the config (never raw paths),
+// methods from a fixed list, reasons and kinds from the code. Per-request
+// series are bound once per label combination (request-metrics.ts), so the
+// hot path pays a map lookup and an increment, not a label resolution.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export type CaptureOutcome =
   /** Recorded in the store. */
@@ -17,8 +22,90 @@ export type CaptureOutcome =
   | 'no_subject'
   | 'duplicate';
 
+/**
+ * Seconds. Fine steps below 10 ms resolve the gateway's own sub-millisecond
+ * overhead (a cached bearer check and a forward on loopback); coarse ones
+ * above follow slow upstreams up to the default response timeout.
+ */
+export const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Store commands are fast or failing: microseconds to the reconnect bound. */
+const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5];
+
+/** What a gauge reads when /metrics is scraped; unset ones read 0. */
+export interface LiveReadings {
+  openTunnels?: () => number;
+  openLongPolls?: () => number;
+  storeUp?: () => Promise<boolean>;
+}
+
+export interface MetricsOptions {
+  /** Process and Node metrics (off in tests that build many gateways). */
+  processMetrics?: boolean;
+  version?: string;
+}
+
 export class Metrics {
   readonly registry = new Registry();
+  #readings: LiveReadings = {};
+
+  readonly requestDuration = new Histogram({
+    name: 'gatehouse_http_request_duration_seconds',
+    help: 'Requests answered by the public listener (proxied, the gateway\'s own endpoints, WebSocket handshakes), by route, method and status; _count counts them.',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly upstreamDuration = new Histogram({
+    name: 'gatehouse_upstream_duration_seconds',
+    help: 'Time from sending a request upstream to its response head, by route.',
+    labelNames: ['route'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly upstreamFailures = new Counter({
+    name: 'gatehouse_upstream_failures_total',
+    help: 'Upstream requests that failed, by route and kind (refused, reset, timeout, unresolvable, bad_response, other).',
+    labelNames: ['route', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly authRefusals = new Counter({
+    name: 'gatehouse_auth_refusals_total',
+    help: 'Bearer tokens refused, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly tokenCache = new Counter({
+    name: 'gatehouse_token_cache_lookups_total',
+    help: 'Bearer checks answered from the verified-token cache (hit) or verified afresh (miss).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly loginEvents = new Counter({
+    name: 'gatehouse_login_events_total',
+    help: 'Logins and refreshes by method (password, api_key, refresh) and outcome (success, failure, throttled, lockout).',
+    labelNames: ['method', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly throttled = new Counter({
+    name: 'gatehouse_throttled_total',
+    help: 'Requests refused by a limit, by limit (login: login throttling, refresh: refresh throttling, route: a route rateLimit).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rateLimited = new Counter({
+    name: 'gatehouse_rate_limited_total',
+    help: "Proxied requests refused by their route's request limit, by route.",
+    labelNames: ['route'] as const,
+    registers: [this.registry],
+  });
 
   readonly asyncCaptures = new Counter({
     name: 'gatehouse_async_captures_total',
@@ -46,21 +133,55 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly loginEvents = new Counter({
-    name: 'gatehouse_login_events_total',
-    help: 'Logins and refreshes by method (password, api_key, refresh) and outcome (success, failure, throttled, lockout).',
-    labelNames: ['method', 'outcome'] as const,
+  readonly storeCommandDuration = new Histogram({
+    name: 'gatehouse_store_command_duration_seconds',
+    help: 'Store operations (sessions, request records, limits) by operation and outcome (ok, error).',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: STORE_BUCKETS,
     registers: [this.registry],
   });
 
-  readonly rateLimited = new Counter({
-    name: 'gatehouse_rate_limited_total',
-    help: 'Proxied requests refused by their route\'s request limit, by route.',
-    labelNames: ['route'] as const,
-    registers: [this.registry],
-  });
+  constructor(options: MetricsOptions = {}) {
+    const readings = () => this.#readings;
+    new Gauge({
+      name: 'gatehouse_websocket_tunnels',
+      help: 'Open WebSocket tunnels.',
+      registers: [this.registry],
+      collect() {
+        this.set(readings().openTunnels?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_long_polls',
+      help: 'Status requests waiting for a change (long polls).',
+      registers: [this.registry],
+      collect() {
+        this.set(readings().openLongPolls?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_store_up',
+      help: '1 while the store answers, 0 while it is unreachable.',
+      registers: [this.registry],
+      async collect() {
+        const up = readings().storeUp;
+        this.set(up === undefined || (await up()) ? 1 : 0);
+      },
+    });
+    const buildInfo = new Gauge({
+      name: 'gatehouse_build_info',
+      help: 'Always 1; the version of Gatehouse and of Node.js in its labels.',
+      labelNames: ['version', 'node'] as const,
+      registers: [this.registry],
+    });
+    buildInfo.set({ version: options.version ?? 'unknown', node: process.version }, 1);
+    // Conventional unprefixed names (process_cpu_user_seconds_total, nodejs_eventloop_lag_seconds…):
+    // dashboards and alerts written for any Node service find them.
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
 
-  constructor(options: { processMetrics?: boolean } = {}) {
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
+  /** What the live gauges read; given once the parts that know exist. */
+  readFrom(readings: LiveReadings): void {
+    this.#readings = { ...this.#readings, ...readings };
   }
 }

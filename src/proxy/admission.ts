@@ -11,7 +11,6 @@
 // record instead of an object of its own, so a request allocates nothing here.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { bearerToken } from '../auth/bearer.js';
 import type { Principal } from '../auth/principal.js';
 import { gatehouseError } from '../http/errors.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
@@ -79,7 +78,7 @@ export class Admission {
       record.principal = null;
       return limited ? this.#takeLimit(route, `address:${this.#headers.clientAddress(req)}`) : undefined;
     }
-    const checked = this.#bearer.authenticate(token ?? bearerToken(req.headers));
+    const checked = this.#bearer.authenticate(token ?? this.#bearer.presented(req.headers));
     if (!(checked instanceof Promise)) {
       record.principal = checked;
       return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;

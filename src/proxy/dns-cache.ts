@@ -6,7 +6,7 @@
 // when it is stale, refreshed in the background (stale-while-revalidate), and
 // a failed refresh keeps the last good answer. Only the very first lookup of
 // a name can wait on the pool.
-import { lookup as systemLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
+import dns, { type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { LRUCache } from 'lru-cache';
 
@@ -26,7 +26,8 @@ const DEFAULT_MAX_HOSTS = 1_024;
 function resolveAll(hostname: string): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) => {
     const options: LookupAllOptions = { all: true };
-    systemLookup(hostname, options, (error, addresses) => (error ? reject(error) : resolve(addresses)));
+    // Read at call time, not bound at import: whatever replaced dns.lookup (a test's resolver) is used.
+    dns.lookup(hostname, options, (error, addresses) => (error ? reject(error) : resolve(addresses)));
   });
 }
 

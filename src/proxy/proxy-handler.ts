@@ -8,14 +8,17 @@ import type { Logger } from 'pino';
 import type { Drain } from '../http/drain.js';
 import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
 import { gatehouseError, type GatehouseError } from '../http/errors.js';
-import { accessLogger, redactUrl } from '../observability/logger.js';
+import { redactUrl } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
+import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
+import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
 import type { AsyncCapture } from '../requests/async-capture.js';
 import type { Admission, Admitted } from './admission.js';
 import { guardBody } from '../limits/body-guard.js';
 import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
-import { isConnectFailure } from './upstream-errors.js';
+import { isConnectFailure, upstreamFailureKind } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { UpstreamTarget } from './upstream-pool.js';
 
@@ -28,8 +31,10 @@ export interface ProxyHandlerOptions {
   headers: HeaderPolicy;
   engine: ForwardingEngine;
   logger: Logger;
-  /** One info line per request (`log.access`). */
-  accessLog: boolean;
+  /** One access line (`log.access`) and the request metrics, when each request ends. */
+  telemetry: RequestTelemetry;
+  /** Upstream failures by kind. */
+  metrics?: Metrics;
   /** Takes over every upstream 202 (spec 4.4); absent, 202s stream like any answer. */
   capture?: AsyncCapture;
   /** While the gateway stops, every answer closes its connection. */
@@ -42,18 +47,21 @@ interface Exchange extends Admitted {
   /** As the client sent it (the engine may rewrite req.url). */
   url: string;
   requestId: string;
+  trace: TraceContext;
   started: number;
+  /** The connection's bytesWritten when the request began: what this response wrote is the difference. */
+  bytesWrittenBefore: number;
+  /** When the request was sent upstream (last attempt), and how long its response head took. */
+  upstreamStarted: number | undefined;
+  upstreamMs: number | undefined;
   target?: UpstreamTarget;
 }
 
 export class ProxyHandler {
   readonly #options: ProxyHandlerOptions;
-  /** Null when access lines are off: not even a close listener is added then. */
-  readonly #accessLogger: Logger | null;
 
   constructor(options: ProxyHandlerOptions) {
     this.#options = options;
-    this.#accessLogger = options.accessLog ? accessLogger(options.logger) : null;
   }
 
   /** The node:http request listener for proxied traffic. */
@@ -65,14 +73,18 @@ export class ProxyHandler {
       res,
       url: req.url ?? '/',
       requestId: requestIdOf(req),
+      trace: traceContext(req.headers[TRACEPARENT_HEADER]),
       started: performance.now(),
+      bytesWrittenBefore: req.socket.bytesWritten,
+      upstreamStarted: undefined,
+      upstreamMs: undefined,
       routes: undefined,
       route: undefined,
       upstreamPath: undefined,
       principal: undefined,
       target: undefined,
     };
-    if (this.#accessLogger !== null) res.once('close', () => this.#accessLog(exchange));
+    res.once('close', () => this.#done(exchange));
     try {
       const pending = this.#options.admission.admit(req, exchange);
       if (pending === undefined) this.#admitted(exchange);
@@ -116,6 +128,8 @@ export class ProxyHandler {
     exchange.target = target;
     const { config } = route;
     const headers = this.#options.admission.upstreamHeaders(req, exchange, exchange.requestId);
+    // This hop is the upstream's parent in the trace (W3C Trace Context); tracestate travels as sent.
+    headers[TRACEPARENT_HEADER] = upstreamTraceparent(exchange.trace);
     const body = hasBody(req)
       ? guardBody(
           req,
@@ -134,8 +148,10 @@ export class ProxyHandler {
       connectTimeoutMs: config.connectTimeoutMs,
       responseTimeoutMs: config.responseTimeoutMs,
     };
+    exchange.upstreamStarted = performance.now();
     engine
       .forward(req, res, forwardOptions, (head) => {
+        exchange.upstreamMs = performance.now() - (exchange.upstreamStarted ?? exchange.started);
         pool.markUp(target);
         return this.#sink(exchange, head);
       })
@@ -144,12 +160,13 @@ export class ProxyHandler {
         // limit): the engine abandoned the upstream request, there is
         // nobody to answer, and the target is not to blame.
         if (res.destroyed || res.writableEnded) return;
+        this.#options.metrics?.upstreamFailures.inc({ route: route.name, kind: upstreamFailureKind(error) });
         if (!isConnectFailure(error)) {
           this.#fail(exchange, error);
           return;
         }
         pool.markDown(target, Date.now());
-        this.#options.logger.warn({ reqId: exchange.requestId, upstream: target.origin, route: route.name }, 'upstream target marked down');
+        this.#options.logger.warn({ reqId: exchange.requestId, traceId: exchange.trace.traceId, upstream: target.origin, route: route.name }, 'upstream target marked down');
         // Nothing reached the target: a request without a body can go to the next one.
         const tried = failed ?? new Set<UpstreamTarget>();
         tried.add(target);
@@ -191,7 +208,7 @@ export class ProxyHandler {
     const { res, req } = exchange;
     const gatehouse: GatehouseError = toGatehouseError(error);
     if (!gatehouse.expose) {
-      this.#options.logger.error({ err: gatehouse.cause ?? gatehouse, reqId: exchange.requestId, code: gatehouse.code, upstream: exchange.target?.origin }, 'proxied request failed');
+      this.#options.logger.error({ err: gatehouse.cause ?? gatehouse, reqId: exchange.requestId, traceId: exchange.trace.traceId, code: gatehouse.code, upstream: exchange.target?.origin }, 'proxied request failed');
     }
     if (res.headersSent || res.destroyed) {
       res.destroy();
@@ -201,21 +218,27 @@ export class ProxyHandler {
     writeErrorResponse(res, gatehouse, exchange.requestId, hasBody(req) && !req.readableEnded);
   }
 
-  #accessLog(exchange: Exchange): void {
-    const { req, res, route, target, principal } = exchange;
-    this.#accessLogger?.info(
-      {
-        reqId: exchange.requestId,
-        method: req.method,
-        url: redactUrl(exchange.url),
-        status: res.statusCode,
-        route: route?.name,
-        upstream: target?.origin,
-        sub: principal?.sub,
-        completed: res.writableFinished,
-        responseTimeMs: Math.round((performance.now() - exchange.started) * 100) / 100,
-      },
-      'proxied request',
-    );
+  #done(exchange: Exchange): void {
+    const { req, res, route, principal } = exchange;
+    const { telemetry } = this.#options;
+    telemetry.done({
+      kind: 'proxy',
+      requestId: exchange.requestId,
+      traceId: exchange.trace.traceId,
+      // Worked out only for the line: metrics do not need it.
+      clientAddress: telemetry.accessLog ? this.#options.headers.clientAddress(req) : undefined,
+      method: req.method ?? 'GET',
+      route: route?.name ?? UNMATCHED_ROUTE,
+      url: telemetry.accessLog ? redactUrl(exchange.url) : '',
+      status: res.statusCode,
+      bytesIn: declaredLength(req),
+      bytesOut: req.socket.bytesWritten - exchange.bytesWrittenBefore,
+      durationMs: performance.now() - exchange.started,
+      upstream: exchange.target?.origin,
+      upstreamMs: exchange.upstreamMs,
+      subject: principal?.sub,
+      userAgent: telemetry.accessLog ? userAgentOf(req) : undefined,
+      completed: res.writableFinished,
+    });
   }
 }

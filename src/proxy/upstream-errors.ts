@@ -37,6 +37,22 @@ export function isConnectFailure(error: unknown): boolean {
   return code !== undefined && CONNECT_FAILURES.has(code);
 }
 
+const REFUSED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** How an upstream request failed, as metrics name it: a fixed set of kinds. */
+export function upstreamFailureKind(error: unknown): 'refused' | 'reset' | 'timeout' | 'unresolvable' | 'bad_response' | 'other' {
+  const code = errorCode(isGatehouseError(error) ? error.cause : error);
+  if (code === undefined) return 'other';
+  if (REFUSED.has(code)) return 'refused';
+  if (RESET.has(code)) return 'reset';
+  if (TIMEOUTS.has(code)) return 'timeout';
+  if (UNRESOLVABLE.has(code)) return 'unresolvable';
+  // llhttp's parse errors and undici's response checks: the upstream answered something that is not HTTP.
+  if (code.startsWith('HPE_') || code.startsWith('UND_ERR_RES') || code === 'UND_ERR_INFO') return 'bad_response';
+  return 'other';
+}
+
 export function upstreamError(error: unknown): GatehouseError {
   if (isGatehouseError(error)) return error;
   const code = errorCode(error);

@@ -6,7 +6,7 @@
 // The token may also come as a subprotocol (websocket-subprotocols.ts). Open
 // tunnels are kept by tunnel-registry.ts, which ends each with its session.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { LookupFunction } from 'node:net';
+import type { LookupFunction, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
@@ -16,6 +16,8 @@ import { gatehouseError } from '../http/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { redactUrl } from '../observability/logger.js';
 import { REQUEST_ID_HEADER, requestId as requestIdOf } from '../observability/request-id.js';
+import { UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
+import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
 import type { Admission, Admitted } from './admission.js';
 import { TunnelRegistry, type Tunnel } from './tunnel-registry.js';
 import { isConnectFailure, upstreamError } from './upstream-errors.js';
@@ -39,6 +41,8 @@ export interface WebSocketProxyOptions {
   /** For the upstream's answer to the client (its 101's extra headers, or its refusal). */
   headers: HeaderPolicy;
   logger: Logger;
+  /** The access line (the handshake's, then the tunnel's end) and the request metrics. */
+  telemetry: RequestTelemetry;
   /** How upstream connections resolve host names: the DNS cache the HTTP engine shares. */
   lookup?: LookupFunction;
 }
@@ -51,6 +55,7 @@ interface Upgrade extends Admitted {
   readonly requestId: string;
   /** As the client sent it, for the log. */
   readonly url: string;
+  readonly trace: TraceContext;
   readonly started: number;
   /** The client's subprotocols but the token's, for the upstream. */
   protocols: string[];
@@ -112,7 +117,7 @@ export class WebSocketProxy {
       return;
     }
     const { token, protocols, echoProtocol } = subprotocols(req.headers);
-    const upgrade: Upgrade = { req, socket, head, requestId: requestIdOf(req), url: req.url ?? '/', started: performance.now(), protocols, echoProtocol };
+    const upgrade: Upgrade = { req, socket, head, requestId: requestIdOf(req), url: req.url ?? '/', trace: traceContext(req.headers[TRACEPARENT_HEADER]), started: performance.now(), protocols, echoProtocol };
     try {
       // Node hands every Upgrade request here, not only WebSocket ones.
       if (req.method !== 'GET' || req.headers.upgrade?.toLowerCase() !== 'websocket') {
@@ -148,6 +153,7 @@ export class WebSocketProxy {
       upgrade.target = target;
       const { connectTimeoutMs, responseTimeoutMs } = route.config;
       const headers = this.#options.admission.upstreamHeaders(upgrade.req, upgrade, upgrade.requestId);
+      headers[TRACEPARENT_HEADER] = upstreamTraceparent(upgrade.trace);
       const handshake = dialUpstream(
         { target, path: upstreamPath, headers, protocols: upgrade.protocols, connectTimeoutMs, responseTimeoutMs },
         { maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS, lookup: this.#options.lookup },
@@ -207,13 +213,14 @@ export class WebSocketProxy {
       return;
     }
     upgrade.status = 101;
+    this.#accessLog(upgrade, 'open');
     relay(client, upstream);
     const accepted = client;
     const tunnel: Tunnel = { principal: upgrade.principal ?? null, end: (reason) => endTunnel(accepted, upstream, reason) };
     const forget = this.#tunnels.add(tunnel, upgrade.route?.config.closeWebSocketOnExpiry ?? true);
     accepted.once('close', () => {
       forget();
-      this.#accessLog(upgrade);
+      this.#accessLog(upgrade, 'close');
     });
   }
 
@@ -254,25 +261,39 @@ export class WebSocketProxy {
       );
     }
     upgrade.status = gatehouse.status;
-    this.#options.logger.info({ ...this.#lineOf(upgrade), reason: gatehouse.expose ? gatehouse.reason : undefined }, 'websocket upgrade refused');
+    if (gatehouse.expose) this.#options.logger.debug({ reqId: upgrade.requestId, traceId: upgrade.trace.traceId, reason: gatehouse.reason }, 'websocket upgrade refused');
+    this.#accessLog(upgrade);
     writeErrorToSocket(upgrade.socket, gatehouse, upgrade.requestId);
   }
 
-  /** One line per upgrade the upstream answered (or the client left), as the proxy's access log has per request. */
-  #accessLog(upgrade: Upgrade): void {
-    this.#options.logger.info({ ...this.#lineOf(upgrade), sub: upgrade.principal?.sub }, 'proxied websocket');
-  }
-
-  /** What every line about an upgrade says; never the token. */
-  #lineOf(upgrade: Upgrade): Record<string, unknown> {
-    return {
-      reqId: upgrade.requestId,
+  /**
+   * The upgrade's access line in the shape of every other request's: once
+   * for the handshake (`open`: 101, or the refusal or the upstream's answer
+   * the client got) and, for a tunnel, once when it ends (`close`, with its
+   * whole duration). Metrics count the handshake only.
+   */
+  #accessLog(upgrade: Upgrade, event: 'open' | 'close' = 'open'): void {
+    const { telemetry } = this.#options;
+    const { req } = upgrade;
+    telemetry.done({
+      kind: 'websocket',
+      event,
+      requestId: upgrade.requestId,
+      traceId: upgrade.trace.traceId,
+      clientAddress: telemetry.accessLog ? this.#options.headers.clientAddress(req) : undefined,
       method: 'GET',
-      url: redactUrl(upgrade.url),
-      status: upgrade.status,
-      route: upgrade.route?.name,
+      route: upgrade.route?.name ?? UNMATCHED_ROUTE,
+      url: telemetry.accessLog ? redactUrl(upgrade.url) : '',
+      // 499 in the nginx manner: the client left before anything was answered.
+      status: upgrade.status ?? 499,
+      bytesIn: event === 'close' ? (upgrade.socket as Partial<Socket>).bytesRead ?? 0 : 0,
+      bytesOut: event === 'close' ? (upgrade.socket as Partial<Socket>).bytesWritten ?? 0 : 0,
+      durationMs: performance.now() - upgrade.started,
       upstream: upgrade.target?.origin,
-      durationMs: Math.round(performance.now() - upgrade.started),
-    };
+      upstreamMs: undefined,
+      subject: upgrade.principal?.sub,
+      userAgent: telemetry.accessLog ? userAgentOf(req) : undefined,
+      completed: upgrade.status !== undefined,
+    });
   }
 }

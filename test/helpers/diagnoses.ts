@@ -16,7 +16,7 @@ export function expectDiagnoses(status: number, body: Buffer | string, expectedS
 
 /** The status of every proxied request so far (the access log has one line per request). */
 export function proxiedStatuses(logs: LogSink): unknown[] {
-  return logs.entries().filter((entry) => entry.msg === 'proxied request').map((entry) => entry.status);
+  return logs.entries().filter((entry) => entry.kind === 'proxy').map((entry) => entry.status);
 }
 
 /** No proxied request was answered with a 500. */

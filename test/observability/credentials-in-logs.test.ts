@@ -112,7 +112,7 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
 
     const lines = gw.logs.text().split('\n');
     expect(lines.length).toBeGreaterThan(300); // the sink did see the requests
-    expect(lines.filter((line) => line.includes('"msg":"proxied request"')).length).toBeGreaterThan(200);
+    expect(lines.filter((line) => line.includes('"kind":"proxy"')).length).toBeGreaterThan(200);
     const leaks = sent.flatMap((value) => {
       // The secret whole, and any sizeable piece of a token (a signature or payload segment).
       const pieces = [value, ...value.split('.').filter((piece) => piece.length > 20)];

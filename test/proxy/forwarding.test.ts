@@ -151,7 +151,7 @@ describe('request ids', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     expect((await echoed(response)).headers['x-request-id']).toBe(id);
     // The access line is written when the response closes, which may come just after the client has it all.
-    expect(await gw.logs.next((e) => e.reqId === id && e.msg === 'proxied request')).toMatchObject({ status: 200 });
+    expect(await gw.logs.next((e) => e.reqId === id && e.kind === 'proxy')).toMatchObject({ status: 200 });
   });
 
   it('never logs the bearer token', () => {

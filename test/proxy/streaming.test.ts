@@ -314,7 +314,7 @@ describe('message framing', () => {
       agent.destroy();
     }
     // And none of them was cut short: each completed.
-    const completed = gw.logs.entries().filter((entry) => entry.msg === 'proxied request' && String(entry.url).startsWith('/special/'));
+    const completed = gw.logs.entries().filter((entry) => entry.kind === 'proxy' && String(entry.url).startsWith('/special/'));
     expect(completed.map((entry) => [entry.status, entry.completed])).toEqual(expect.arrayContaining([[200, true], [204, true], [304, true]]));
   });
 

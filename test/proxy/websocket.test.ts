@@ -264,7 +264,9 @@ describe('WebSocket proxying', () => {
     const upstreamSide = upstreamClosed(upstream, 'ws-log-1');
     ws.close();
     await upstreamSide;
-    expect(gw.logs.entries().find((e) => e.msg === 'proxied websocket' && e.reqId === 'ws-log-1')).toMatchObject({
+    expect(gw.logs.entries().filter((e) => e.kind === 'websocket' && e.reqId === 'ws-log-1').map((e) => e.event)).toEqual(['open', 'close']);
+    expect(gw.logs.entries().find((e) => e.kind === 'websocket' && e.event === 'close' && e.reqId === 'ws-log-1')).toMatchObject({
+      msg: 'request',
       status: 101,
       route: 'ws',
       url: expect.not.stringContaining('secret'),
@@ -272,7 +274,7 @@ describe('WebSocket proxying', () => {
       upstream: upstream.url,
     });
     await openWs(`${gw.url}/ws`, { headers: { 'x-request-id': 'ws-log-2' } });
-    expect(gw.logs.entries().find((e) => e.msg === 'websocket upgrade refused' && e.reqId === 'ws-log-2')).toMatchObject({ status: 401, route: 'ws' });
+    expect(gw.logs.entries().find((e) => e.kind === 'websocket' && e.reqId === 'ws-log-2')).toMatchObject({ status: 401, route: 'ws' });
   });
 
   it('never logs a subprotocol token', () => {

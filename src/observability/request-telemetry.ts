@@ -1,0 +1,131 @@
+// What is recorded when a request ends, for every kind of request the public
+// listener serves (proxied, the gateway's own endpoints, WebSocket): one
+// access line (`log.access`) in one shape, and the request metrics. The
+// proxy, the Fastify hook and the WebSocket relay each fill in a summary and
+// hand it here; none of them writes a line or touches a metric of its own.
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import { accessLogger } from './logger.js';
+import type { Metrics } from './metrics.js';
+
+/** Methods named in metrics; anything else counts as `other`, so a client cannot mint series. */
+const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
+
+/** The route label of a request no route matched. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export type RequestKind = 'proxy' | 'gateway' | 'websocket';
+
+export interface RequestSummary {
+  kind: RequestKind;
+  requestId: string;
+  traceId: string;
+  /** After `server.trustedProxies`. */
+  clientAddress: string | undefined;
+  method: string;
+  /** The route's name (gateway endpoints: their path pattern); UNMATCHED_ROUTE when none matched. */
+  route: string;
+  /** The URL as the client sent it, credentials masked (redactUrl). */
+  url: string;
+  status: number;
+  /** Request body bytes as declared (Content-Length), or counted where the gateway reads the body. */
+  bytesIn: number;
+  /** Bytes written to the client's connection for this response, head included. */
+  bytesOut: number;
+  durationMs: number;
+  /** The upstream target that answered (proxied and WebSocket requests). */
+  upstream?: string | undefined;
+  /** From sending upstream to the response head; absent when nothing was sent upstream. */
+  upstreamMs: number | undefined;
+  subject: string | undefined;
+  userAgent: string | undefined;
+  /** WebSocket only: the handshake (`open`, status 101 or a refusal) or the tunnel's end (`close`). */
+  event?: 'open' | 'close';
+  /** Whether the response was sent whole (false: the client or upstream went away first). */
+  completed: boolean;
+}
+
+type Observer = { observe(value: number): void };
+
+export class RequestTelemetry {
+  readonly #metrics: Metrics | undefined;
+  readonly #access: Logger | null;
+  /** Bound series by "route method status": resolved once, not per request. */
+  readonly #requestSeries = new Map<string, Observer>();
+  readonly #upstreamSeries = new Map<string, Observer>();
+
+  constructor(options: { logger: Logger; metrics?: Metrics; accessLog: boolean }) {
+    this.#metrics = options.metrics;
+    this.#access = options.accessLog ? accessLogger(options.logger) : null;
+  }
+
+  get accessLog(): boolean {
+    return this.#access !== null;
+  }
+
+  /** A request (or a tunnel's open or close) has ended: its line and its metrics. */
+  done(summary: RequestSummary): void {
+    if (summary.event !== 'close') this.#observe(summary);
+    this.#access?.info(
+      {
+        reqId: summary.requestId,
+        traceId: summary.traceId,
+        kind: summary.kind,
+        ...(summary.event !== undefined && { event: summary.event }),
+        address: summary.clientAddress,
+        method: summary.method,
+        route: summary.route,
+        url: summary.url,
+        upstream: summary.upstream,
+        status: summary.status,
+        bytesIn: summary.bytesIn,
+        bytesOut: summary.bytesOut,
+        durationMs: round(summary.durationMs),
+        upstreamMs: summary.upstreamMs === undefined ? undefined : round(summary.upstreamMs),
+        sub: summary.subject,
+        userAgent: summary.userAgent,
+        completed: summary.completed,
+      },
+      'request',
+    );
+  }
+
+  #observe(summary: RequestSummary): void {
+    const metrics = this.#metrics;
+    if (metrics === undefined) return;
+    const method = METHODS.has(summary.method) ? summary.method : 'other';
+    const key = `${summary.route} ${method} ${summary.status}`;
+    let series = this.#requestSeries.get(key);
+    if (series === undefined) {
+      series = metrics.requestDuration.labels(summary.route, method, String(summary.status));
+      this.#requestSeries.set(key, series);
+    }
+    series.observe(summary.durationMs / 1000);
+    if (summary.upstreamMs !== undefined) {
+      let upstream = this.#upstreamSeries.get(summary.route);
+      if (upstream === undefined) {
+        upstream = metrics.upstreamDuration.labels(summary.route);
+        this.#upstreamSeries.set(summary.route, upstream);
+      }
+      upstream.observe(summary.upstreamMs / 1000);
+    }
+  }
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+/** Content-Length as a number; 0 when absent or not a number (a chunked body is counted where it is read). */
+export function declaredLength(req: IncomingMessage): number {
+  const value = req.headers['content-length'];
+  if (value === undefined) return 0;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+/** The user agent as logged: bounded, so a huge header cannot bloat every line. */
+export function userAgentOf(req: IncomingMessage): string | undefined {
+  const ua = req.headers['user-agent'];
+  return ua === undefined ? undefined : ua.length > 256 ? `${ua.slice(0, 256)}…` : ua;
+}
