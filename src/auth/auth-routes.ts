@@ -1,6 +1,7 @@
 // Spec 4.1 and 4.2, plus logout: the gateway's JSON authentication endpoints.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
+import { traceOf } from '../observability/trace-context.js';
 import type { AttemptContext, AuthService } from './auth-service.js';
 import { bearerToken } from './bearer.js';
 import type { TokenSet } from '../tokens/types.js';
@@ -43,7 +44,7 @@ export function sendTokenSet(reply: FastifyReply, tokens: TokenSet): FastifyRepl
 
 /** The client address after trusted proxies (the listener's trustProxy is `server.trustedProxies`) and the request id. */
 export function attemptContext(request: FastifyRequest): AttemptContext {
-  return { address: request.ip, requestId: String(request.id) };
+  return { address: request.ip, requestId: String(request.id), traceId: traceOf(request.raw).traceId };
 }
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {

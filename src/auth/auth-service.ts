@@ -18,6 +18,8 @@ import type { Principal } from './principal.js';
 export interface AttemptContext {
   address: string;
   requestId: string;
+  /** The request's W3C trace id: the audit line carries it like every line of the request. */
+  traceId?: string;
 }
 
 export interface AuthServiceDeps {
@@ -46,7 +48,7 @@ export class AuthService {
   async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
     const { identity, store, issuer, refreshTokenTtlS, throttle, audit } = this.#deps;
     const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
-    const facts = { method, address: context.address, requestId: context.requestId, ...(identity.hasUser(username) && { username }) };
+    const facts = { method, address: context.address, requestId: context.requestId, traceId: context.traceId, ...(identity.hasUser(username) && { username }) };
     try {
       await throttle.checkLogin(username, context.address);
     } catch (error) {
@@ -79,7 +81,7 @@ export class AuthService {
   /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Invalid refresh tokens count against the address. */
   async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
     const { throttle, audit } = this.#deps;
-    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId };
+    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
     try {
       await throttle.checkRefresh(context.address);
     } catch (error) {

@@ -12,6 +12,7 @@ export interface AuditFacts {
   method: LoginMethod;
   address: string;
   requestId: string;
+  traceId?: string | undefined;
   /** Only of an existing user. */
   username?: string;
   sub?: string;

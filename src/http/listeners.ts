@@ -11,7 +11,7 @@ import { armRequestDeadline } from '../limits/request-deadline.js';
 import { redactUrl } from '../observability/redact-url.js';
 import { requestId } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
-import { traceContext, TRACEPARENT_HEADER, type TraceContext } from '../observability/trace-context.js';
+import { traceOf } from '../observability/trace-context.js';
 import { answerFrameworkError } from './error-handler.js';
 import type { Drain } from './drain.js';
 import { writeErrorToSocket } from './error-response.js';
@@ -20,19 +20,9 @@ import { isGatewayPath } from './gateway-paths.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** Each gateway-endpoint request's trace, worked out once from its headers. */
-const traces = new WeakMap<IncomingMessage, TraceContext>();
 /** The connection's bytesWritten when a gateway-endpoint request began. */
 const bytesWrittenBefore = new WeakMap<IncomingMessage, number>();
 
-function requestTrace(req: IncomingMessage): TraceContext {
-  let trace = traces.get(req);
-  if (trace === undefined) {
-    trace = traceContext(req.headers[TRACEPARENT_HEADER]);
-    traces.set(req, trace);
-  }
-  return trace;
-}
 
 /** Fastify's default: longer than the idle timeout of common load balancers (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
@@ -102,7 +92,7 @@ export function publicListener(
     genReqId: requestId,
     // Every log line of a request carries its trace id (W3C Trace Context), continued or new.
     childLoggerFactory(parent, bindings, options, raw) {
-      return parent.child({ ...bindings, traceId: requestTrace(raw as IncomingMessage).traceId }, options);
+      return parent.child({ ...bindings, traceId: traceOf(raw as IncomingMessage).traceId }, options);
     },
     // One access-log line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
@@ -128,7 +118,7 @@ export function publicListener(
     telemetry.done({
       kind: 'gateway',
       requestId: request.id,
-      traceId: requestTrace(raw).traceId,
+      traceId: traceOf(raw).traceId,
       clientAddress: telemetry.accessLog ? clientAddress(raw) : undefined,
       method: request.method,
       // The route's pattern (`/api/v1/requests/:id/status`): bounded, never the raw path.

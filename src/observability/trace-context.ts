@@ -4,6 +4,7 @@
 // its own, and the upstream is told that span is its parent. `tracestate`
 // travels on unchanged (the gateway adds no vendor entry of its own).
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 
 export const TRACEPARENT_HEADER = 'traceparent';
 
@@ -46,4 +47,16 @@ export function traceContext(traceparent: string | string[] | undefined): TraceC
 /** The `traceparent` the upstream receives: same trace, this hop as parent. */
 export function upstreamTraceparent(trace: TraceContext): string {
   return `00-${trace.traceId}-${trace.spanId}-${trace.flags}`;
+}
+
+/** Each request's trace, worked out once from its headers whoever asks first (a log line, the proxy, an audit line). */
+const traces = new WeakMap<IncomingMessage, TraceContext>();
+
+export function traceOf(req: IncomingMessage): TraceContext {
+  let trace = traces.get(req);
+  if (trace === undefined) {
+    trace = traceContext(req.headers[TRACEPARENT_HEADER]);
+    traces.set(req, trace);
+  }
+  return trace;
 }
