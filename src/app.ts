@@ -28,6 +28,7 @@ import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
 import { Metrics } from './observability/metrics.js';
 import { RequestTelemetry } from './observability/request-telemetry.js';
+import { createSpanExport } from './observability/span-export.js';
 import { measuredStore } from './observability/store-metrics.js';
 import { GATEHOUSE_VERSION } from './observability/version.js';
 import { metricsRoute } from './observability/metrics-route.js';
@@ -157,7 +158,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
-  const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access });
+  // Spans over OTLP only when configured; otherwise the SDK is never loaded.
+  const spans = await createSpanExport(config.tracing);
+  const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access, spans });
   const proxy = new ProxyHandler({ admission, headers, engine, logger, telemetry, metrics, capture, drain });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
@@ -251,6 +254,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       keys.close();
       await identity.close();
       if (ownStore) await store.close();
+      // The last spans go out before the process may exit; a collector that is gone does not hold the stop.
+      await spans?.close().catch((error: unknown) => logger.warn({ err: error }, 'spans could not be sent to the collector'));
       return cutCount;
     },
   };

@@ -105,3 +105,6 @@ export const DEFAULT_LOGIN_FAILURE_WINDOW_S = 3_600;
 export const DEFAULT_LOGIN_FAILURES_PER_ADDRESS = 50;
 export const DEFAULT_LOGIN_ADDRESS_BLOCK_S = 900;
 export const DEFAULT_LOGIN_FAILURES_PER_USERNAME = 100;
+
+/** The `service.name` of exported spans. */
+export const DEFAULT_TRACING_SERVICE_NAME = 'gatehouse';

@@ -270,6 +270,21 @@ export const LimitsSchema = z.strictObject({
   login: LoginLimitsSchema.prefault({}),
 });
 
+/**
+ * Span export over OTLP/HTTP (OpenTelemetry). Off unless `otlpEndpoint` is
+ * set: the SDK is not even loaded then. Trace context (W3C traceparent) is
+ * read and passed upstream either way.
+ */
+export const TracingSchema = z.strictObject({
+  /** The collector's traces URL, e.g. http://otel-collector:4318/v1/traces. */
+  otlpEndpoint: httpUrl.optional(),
+  serviceName: z.string().min(1).default(d.DEFAULT_TRACING_SERVICE_NAME),
+  /** The share of traces started here that are exported (a continued trace follows its sampled flag). */
+  sampleRatio: z.number().min(0).max(1).default(1),
+  /** Extra headers for the collector (an API key of a hosted backend). */
+  headers: z.record(z.string(), z.string()).default({}),
+});
+
 export const ConfigSchema = z
   .strictObject({
   server: ServerSchema.prefault({}),
@@ -287,6 +302,7 @@ export const ConfigSchema = z
   proxy: ProxySchema.prefault({}),
   requests: RequestsSchema.prefault({}),
   limits: LimitsSchema.prefault({}),
+  tracing: TracingSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => {

@@ -118,19 +118,19 @@ export function publicListener(
     telemetry.done({
       kind: 'gateway',
       requestId: request.id,
-      traceId: traceOf(raw).traceId,
-      clientAddress: telemetry.accessLog ? clientAddress(raw) : undefined,
+      trace: traceOf(raw),
+      clientAddress: telemetry.detailed ? clientAddress(raw) : undefined,
       method: request.method,
       // The route's pattern (`/api/v1/requests/:id/status`): bounded, never the raw path.
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-      url: telemetry.accessLog ? redactUrl(request.url) : '',
+      url: telemetry.detailed ? redactUrl(request.url) : '',
       status: reply.statusCode,
       bytesIn: declaredLength(raw),
       bytesOut: raw.socket === null ? 0 : raw.socket.bytesWritten - (bytesWrittenBefore.get(raw) ?? 0),
       durationMs: reply.elapsedTime,
       upstreamMs: undefined,
       subject: undefined,
-      userAgent: telemetry.accessLog ? userAgentOf(raw) : undefined,
+      userAgent: telemetry.detailed ? userAgentOf(raw) : undefined,
       completed: reply.raw.writableFinished,
     });
   });

@@ -7,6 +7,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { accessLogger } from './logger.js';
 import type { Metrics } from './metrics.js';
+import type { SpanExport } from './span-export.js';
+import type { TraceContext } from './trace-context.js';
 
 /** Methods named in metrics; anything else counts as `other`, so a client cannot mint series. */
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
@@ -19,7 +21,7 @@ export type RequestKind = 'proxy' | 'gateway' | 'websocket';
 export interface RequestSummary {
   kind: RequestKind;
   requestId: string;
-  traceId: string;
+  trace: TraceContext;
   /** After `server.trustedProxies`. */
   clientAddress: string | undefined;
   method: string;
@@ -50,26 +52,33 @@ type Observer = { observe(value: number): void };
 export class RequestTelemetry {
   readonly #metrics: Metrics | undefined;
   readonly #access: Logger | null;
+  readonly #spans: SpanExport | undefined;
   /** Bound series by "route method status": resolved once, not per request. */
   readonly #requestSeries = new Map<string, Observer>();
   readonly #upstreamSeries = new Map<string, Observer>();
 
-  constructor(options: { logger: Logger; metrics?: Metrics; accessLog: boolean }) {
+  constructor(options: { logger: Logger; metrics?: Metrics; accessLog: boolean; spans?: SpanExport | undefined }) {
     this.#metrics = options.metrics;
     this.#access = options.accessLog ? accessLogger(options.logger) : null;
+    this.#spans = options.spans;
   }
 
-  get accessLog(): boolean {
-    return this.#access !== null;
+  /** Whether the summary's descriptive fields (address, URL, user agent) are read by anyone: metrics need none of them. */
+  get detailed(): boolean {
+    return this.#access !== null || this.#spans !== undefined;
   }
 
   /** A request (or a tunnel's open or close) has ended: its line and its metrics. */
   done(summary: RequestSummary): void {
     if (summary.event !== 'close') this.#observe(summary);
+    // A tunnel's span covers it whole: recorded at its close; any other request's at its end.
+    if (this.#spans !== undefined && !(summary.kind === 'websocket' && summary.event === 'open' && summary.status === 101)) {
+      this.#spans.record(summary, Date.now() - summary.durationMs);
+    }
     this.#access?.info(
       {
         reqId: summary.requestId,
-        traceId: summary.traceId,
+        traceId: summary.trace.traceId,
         kind: summary.kind,
         ...(summary.event !== undefined && { event: summary.event }),
         address: summary.clientAddress,

@@ -224,12 +224,12 @@ export class ProxyHandler {
     telemetry.done({
       kind: 'proxy',
       requestId: exchange.requestId,
-      traceId: exchange.trace.traceId,
+      trace: exchange.trace,
       // Worked out only for the line: metrics do not need it.
-      clientAddress: telemetry.accessLog ? this.#options.headers.clientAddress(req) : undefined,
+      clientAddress: telemetry.detailed ? this.#options.headers.clientAddress(req) : undefined,
       method: req.method ?? 'GET',
       route: route?.name ?? UNMATCHED_ROUTE,
-      url: telemetry.accessLog ? redactUrl(exchange.url) : '',
+      url: telemetry.detailed ? redactUrl(exchange.url) : '',
       status: res.statusCode,
       bytesIn: declaredLength(req),
       bytesOut: req.socket.bytesWritten - exchange.bytesWrittenBefore,
@@ -237,7 +237,7 @@ export class ProxyHandler {
       upstream: exchange.target?.origin,
       upstreamMs: exchange.upstreamMs,
       subject: principal?.sub,
-      userAgent: telemetry.accessLog ? userAgentOf(req) : undefined,
+      userAgent: telemetry.detailed ? userAgentOf(req) : undefined,
       completed: res.writableFinished,
     });
   }

@@ -279,11 +279,11 @@ export class WebSocketProxy {
       kind: 'websocket',
       event,
       requestId: upgrade.requestId,
-      traceId: upgrade.trace.traceId,
-      clientAddress: telemetry.accessLog ? this.#options.headers.clientAddress(req) : undefined,
+      trace: upgrade.trace,
+      clientAddress: telemetry.detailed ? this.#options.headers.clientAddress(req) : undefined,
       method: 'GET',
       route: upgrade.route?.name ?? UNMATCHED_ROUTE,
-      url: telemetry.accessLog ? redactUrl(upgrade.url) : '',
+      url: telemetry.detailed ? redactUrl(upgrade.url) : '',
       // 499 in the nginx manner: the client left before anything was answered.
       status: upgrade.status ?? 499,
       bytesIn: event === 'close' ? (upgrade.socket as Partial<Socket>).bytesRead ?? 0 : 0,
@@ -292,7 +292,7 @@ export class WebSocketProxy {
       upstream: upgrade.target?.origin,
       upstreamMs: undefined,
       subject: upgrade.principal?.sub,
-      userAgent: telemetry.accessLog ? userAgentOf(req) : undefined,
+      userAgent: telemetry.detailed ? userAgentOf(req) : undefined,
       completed: upgrade.status !== undefined,
     });
   }

@@ -90,6 +90,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     proxy: { ...overrides.proxy },
     requests: { ...overrides.requests },
     limits: { ...overrides.limits },
+    tracing: { ...overrides.tracing },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });
