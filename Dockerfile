@@ -18,7 +18,8 @@ COPY --from=build --chown=root:root /app/dist ./dist
 COPY package.json ./
 COPY config/container.yaml /etc/gatehouse/gatehouse.yaml
 RUN mkdir -p /var/lib/gatehouse && chown node:node /var/lib/gatehouse
-# Config and users are mounted read-only; the key set lives on its own volume.
+# The config is mounted read-only; users, keys and the journal live on the data volume,
+# which `gatehouse users add` and the gateway write as the unprivileged user.
 VOLUME ["/etc/gatehouse", "/var/lib/gatehouse"]
 USER node
 EXPOSE 8080 9090

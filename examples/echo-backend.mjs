@@ -14,4 +14,4 @@ createServer((req, res) => {
   const identity = Object.fromEntries(Object.entries(req.headers).filter(([name]) => name.startsWith('x-gatehouse-')));
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ method: req.method, path: req.url, identity }));
-}).listen(port, '127.0.0.1', () => process.stdout.write(`echo backend on http://127.0.0.1:${port}\n`));
+}).listen(port, process.env.HOST ?? '127.0.0.1', () => process.stdout.write(`echo backend on port ${port}\n`));
