@@ -4,6 +4,7 @@
 // assembles and decides nothing: the config arrives checked (config/check.ts,
 // before any file is written or socket opened), listeners are built in
 // http/listeners.ts and hot reloads are config/reload.ts's.
+import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthService } from './auth/auth-service.js';
@@ -31,6 +32,7 @@ import { RequestTelemetry } from './observability/request-telemetry.js';
 import { createSpanExport } from './observability/span-export.js';
 import { measuredStore } from './observability/store-metrics.js';
 import { GATEHOUSE_VERSION } from './observability/version.js';
+import { workerScrape } from './observability/cluster-metrics.js';
 import { metricsRoute } from './observability/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
 import { Admission } from './proxy/admission.js';
@@ -204,7 +206,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     admin = adminListener(config, logger);
     await admin.register(errorHandler);
     await admin.register(healthRoutes, { store, drain });
-    await admin.register(metricsRoute, { metrics });
+    // A cluster worker's scrape answers with the sum over every worker.
+    await admin.register(metricsRoute, { metrics, ...(cluster.isWorker && { scrape: workerScrape(metrics.registry) }) });
     await admin.register(internalRoutes, {
       tracker: requests,
       serviceToken: config.requests.serviceToken,

@@ -7,6 +7,7 @@
 // `tokens.algorithm`) before it forks; workers only read it, so they all sign
 // with the key they all publish.
 import cluster, { type Worker } from 'node:cluster';
+import { serveClusterMetrics } from '../observability/cluster-metrics.js';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
 import { createGateway } from '../app.js';
@@ -68,6 +69,8 @@ async function runWorker(config: Config, configFile: string): Promise<void> {
 function runPrimary(logger: Logger, count: number, graceMs: number): void {
   let stopping = false;
   let allClean = true;
+  // Scrapes reach one worker; it asks here for the sum over all of them.
+  serveClusterMetrics();
   const fork = (): Worker => cluster.fork();
   for (let i = 0; i < count; i++) fork();
   logger.info({ workers: count }, 'started workers');

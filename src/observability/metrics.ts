@@ -163,6 +163,8 @@ export class Metrics {
       name: 'gatehouse_store_up',
       help: '1 while the store answers, 0 while it is unreachable.',
       registers: [this.registry],
+      // Over workers: down if any one of them cannot reach it.
+      aggregator: 'min',
       async collect() {
         const up = readings().storeUp;
         this.set(up === undefined || (await up()) ? 1 : 0);
@@ -173,6 +175,7 @@ export class Metrics {
       help: 'Always 1; the version of Gatehouse and of Node.js in its labels.',
       labelNames: ['version', 'node'] as const,
       registers: [this.registry],
+      aggregator: 'first',
     });
     buildInfo.set({ version: options.version ?? 'unknown', node: process.version }, 1);
     // Conventional unprefixed names (process_cpu_user_seconds_total, nodejs_eventloop_lag_seconds…):
