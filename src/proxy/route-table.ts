@@ -68,6 +68,25 @@ export class RouteTable {
     }
     return undefined;
   }
+
+  /**
+   * The methods some route would take at this path and host, when only the
+   * method kept every route from matching: the `Allow` of a 405 (RFC 9110
+   * 15.5.6). Empty when no route serves the path at all (a 404).
+   */
+  allowedMethods(host: string | undefined, path: string): string[] {
+    const hostEnd = host === undefined ? -1 : hostnameEnd(host);
+    const allowed = new Set<string>();
+    for (const entry of this.entries) {
+      const prefix = entry.segmentPrefix;
+      if (!path.startsWith(prefix) && !startsWithFolded(path, prefix)) continue;
+      if (path.length !== prefix.length && path.charCodeAt(prefix.length) !== 0x2f) continue;
+      if (entry.host !== undefined && (hostEnd < 0 || !sameHost(entry.host, host!, hostEnd))) continue;
+      if (entry.methods === undefined) return []; // a route for every method would have matched
+      for (const method of entry.methods) allowed.add(method);
+    }
+    return [...allowed].sort();
+  }
 }
 
 /** The path to request from the route's upstream: prefix rewritten, query appended. */
@@ -92,7 +111,12 @@ export interface ResolvedRoute {
 export function resolveRoute(table: RouteTable, method: string, host: string | undefined, rawUrl: string): ResolvedRoute {
   const target = normalizeRequestTarget(rawUrl);
   const route = table.match(method, host, target.path);
-  if (route === undefined) throw gatehouseError('route_not_found');
+  if (route === undefined) {
+    // A path some route serves, with another method: 405 naming the ones it takes, not a 404.
+    const allowed = table.allowedMethods(host, target.path);
+    if (allowed.length > 0) throw gatehouseError('method_not_allowed', { headers: { allow: allowed.join(', ') } });
+    throw gatehouseError('route_not_found');
+  }
   if (target.encodedSlash && !route.config.allowEncodedSlashes) {
     throw gatehouseError('invalid_request', { reason: 'encoded slash in path' });
   }
