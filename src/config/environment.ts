@@ -1,7 +1,8 @@
 // The environment checks: what the config asks of the file system, looked at
 // before anything is written or opened. The users file must exist, be
 // readable and parse; the keys file must be readable, or its folder must
-// exist and be writable so that the first start can create it. Read-only:
+// exist and be writable so that the first start can create it; with Redis,
+// the journal's folder must be writable or creatable. Read-only:
 // nothing here creates, writes or locks a file.
 import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
@@ -31,7 +32,30 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
     const field = options.label('tokens.keysFile');
     problems.push(...keysFileProblems(files.keysFile, options.embeddedDefault.keysFile).map((p) => `${field}: ${p}`));
   }
+  if (files.journalDir !== undefined) {
+    problems.push(...journalDirProblems(files.journalDir).map((p) => `requests.journalDir: ${p}`));
+  }
   return problems;
+}
+
+/**
+ * The journal keeps accepted requests while the store is down: a folder that
+ * cannot be made or written would lose them then, long after the start. It
+ * must be a writable directory, or be creatable in the nearest one that exists.
+ */
+function journalDirProblems(dir: string): string[] {
+  let folder = dir;
+  let stats = statOrCode(folder);
+  while (isMissing(stats) && dirname(folder) !== folder) {
+    folder = dirname(folder);
+    stats = statOrCode(folder);
+  }
+  if (typeof stats === 'string') return [`cannot look into directory ${folder} (${stats})`];
+  if (!stats.isDirectory()) return [`${folder} is not a directory, so ${dir} cannot be a journal directory`];
+  if (accessCode(folder, constants.W_OK | constants.X_OK) !== undefined) {
+    return [`directory ${folder} is not writable (accepted requests are journalled in ${dir} while the store is down)`];
+  }
+  return [];
 }
 
 function usersFileProblems(file: string, mayBeMissing: boolean): string[] {

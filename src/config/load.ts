@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
+import { DEFAULT_JOURNAL_DIR } from './defaults.js';
 import { ConfigSchema, type Config } from './schema.js';
 
 /** `config/gatehouse.yaml` of the package: the embedded default (no Redis, a demo user). */
@@ -94,6 +95,8 @@ export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
 export interface ConfiguredFiles {
   usersFile?: string;
   keysFile?: string;
+  /** Only with a Redis store: the in-memory store never journals. */
+  journalDir?: string;
 }
 
 export interface ConfigValidation {
@@ -130,6 +133,9 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   const keysFile = stringAt(merged, 'tokens', 'keysFile');
   if (usersFile) files.usersFile = resolvePath(options.baseDir, usersFile);
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
+  if (stringAt(merged, 'store', 'url')) {
+    files.journalDir = resolvePath(options.baseDir, stringAt(merged, 'requests', 'journalDir') ?? DEFAULT_JOURNAL_DIR);
+  }
 
   const result = ConfigSchema.safeParse(merged);
   if (!result.success) {

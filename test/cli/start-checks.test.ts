@@ -78,6 +78,33 @@ describe('gatehouse start with problems in its config', () => {
     expect(await othersConnected()).toBe(0);
   }, SPAWN_TIMEOUT_MS);
 
+  it('exits 78 when the journal directory cannot be made, before it connects to the store', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-start-'));
+    await writeTestUsers(join(dir, 'users.yaml'), []);
+    // A regular file where a folder on the way should be: nobody, root included, can create the journal there.
+    writeFileSync(join(dir, 'state'), 'not a folder');
+    const file = join(dir, 'gatehouse.yaml');
+    writeFileSync(
+      file,
+      [
+        'server: {host: 127.0.0.1, port: 0}',
+        'admin: {host: 127.0.0.1, port: 0}',
+        `store: {url: "redis://127.0.0.1:${(store.address() as AddressInfo).port}"}`,
+        'identity: {provider: local, usersFile: ./users.yaml}',
+        'tokens: {keysFile: ./keys.json}',
+        'requests: {journalDir: ./state/journal}',
+      ].join('\n'),
+    );
+    const before = await othersConnected();
+    const { code, stderr } = await start(file);
+    expect(code).toBe(78);
+    expect(stderr.trimEnd().split('\n')).toEqual([
+      `gatehouse: ${file}: requests.journalDir: ${join(dir, 'state')} is not a directory, so ${join(dir, 'state', 'journal')} cannot be a journal directory`,
+    ]);
+    // The one new connection is the earlier probe's: the gateway made none.
+    expect(await othersConnected()).toBe(before + 1);
+  }, SPAWN_TIMEOUT_MS);
+
   it('exits 78 on schema problems, one line each, without a stack trace', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-start-'));
     await writeTestUsers(join(dir, 'users.yaml'), []);
