@@ -103,3 +103,6 @@ export const DEFAULT_LOGIN_FAILURE_WINDOW_S = 3_600;
 export const DEFAULT_LOGIN_FAILURES_PER_ADDRESS = 50;
 export const DEFAULT_LOGIN_ADDRESS_BLOCK_S = 900;
 export const DEFAULT_LOGIN_FAILURES_PER_USERNAME = 100;
+
+/** A call to a fronted OpenID Provider slower than this answers 504. */
+export const DEFAULT_OIDC_TIMEOUT_MS = 5_000;
