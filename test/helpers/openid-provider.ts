@@ -20,6 +20,8 @@ export interface TestOpenIdProvider {
   issuer: string;
   provider: Provider;
   server: Server;
+  /** Signs with a fresh key from now on (the old one leaves the key set), as a provider's key rotation does. */
+  rotateKeys(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,6 +34,20 @@ export async function startOpenIdProvider(users: Record<string, TestUser>): Prom
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let provider = await buildProvider(issuer, users);
+  let handle = provider.callback();
+  // The in-memory adapter is shared by every instance, so grants survive a rotation.
+  server.on('request', (req, res) => handle(req, res));
+  return {
+    issuer,
+    get provider() { return provider; },
+    server,
+    rotateKeys: async () => { provider = await buildProvider(issuer, users); handle = provider.callback(); },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+async function buildProvider(issuer: string, users: Record<string, TestUser>): Promise<Provider> {
   const provider = new Provider(issuer, {
     clients: [{ client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }],
     jwks: { keys: [await signingKey()] },
@@ -78,11 +94,5 @@ export async function startOpenIdProvider(users: Record<string, TestUser>): Prom
       scope: 'api',
     };
   }, ['username', 'password', 'scope', 'resource'], ['resource']);
-  server.on('request', provider.callback());
-  return {
-    issuer,
-    provider,
-    server,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
+  return provider;
 }

@@ -6,18 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OidcIdentitySchema, type OidcIdentityConfig } from '../../src/config/schema.js';
-import { isGatehouseError } from '../../src/http/errors.js';
 import { OidcProviderClient } from '../../src/oidc/provider-client.js';
+import { gatehouseErrorOf } from '../helpers/diagnoses.js';
+import { freePort } from '../helpers/ports.js';
 import { startOpenIdProvider, TEST_CLIENT, TEST_RESOURCE, type TestOpenIdProvider } from '../helpers/openid-provider.js';
 
 function settings(issuer: string, overrides: Partial<OidcIdentityConfig> = {}): OidcIdentityConfig {
   return OidcIdentitySchema.parse({ provider: 'oidc', issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'], ...overrides });
-}
-
-async function errorOf(promise: Promise<unknown>) {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
-  if (!isGatehouseError(error)) throw new Error(`expected a Gatehouse error, got ${String(error)}`);
-  return error;
 }
 
 describe('the OpenID Provider client', () => {
@@ -47,18 +42,18 @@ describe('the OpenID Provider client', () => {
   });
 
   it('maps a wrong password to 401 invalid_user_credentials', async () => {
-    const error = await errorOf(client.login('alice', 'wrong'));
+    const error = await gatehouseErrorOf(client.login('alice', 'wrong'));
     expect([error.code, error.status]).toEqual(['invalid_user_credentials', 401]);
   });
 
   it('maps a refused refresh token to 400 invalid_refresh_token', async () => {
-    const error = await errorOf(client.refresh('not-a-refresh-token'));
+    const error = await gatehouseErrorOf(client.refresh('not-a-refresh-token'));
     expect([error.code, error.status]).toEqual(['invalid_refresh_token', 400]);
   });
 
   it('maps a wrong client secret to 502, never 401', async () => {
     const misconfigured = await OidcProviderClient.discover(settings(op.issuer, { clientSecret: 'wrong-secret' }));
-    const error = await errorOf(misconfigured.login('alice', 'alice-password'));
+    const error = await gatehouseErrorOf(misconfigured.login('alice', 'alice-password'));
     expect(error.status).toBe(502);
   });
 });
@@ -87,28 +82,25 @@ describe('a provider that fails', () => {
   it('answers 502 for garbage, not 401', async () => {
     mode = 'garbage';
     const client = await OidcProviderClient.discover(settings(base));
-    expect((await errorOf(client.login('alice', 'x'))).code).toBe('identity_provider_invalid_response');
+    expect((await gatehouseErrorOf(client.login('alice', 'x'))).code).toBe('identity_provider_invalid_response');
   });
 
   it('answers 502 for a provider that says it is unavailable', async () => {
     mode = 'down';
     const client = await OidcProviderClient.discover(settings(base));
-    expect((await errorOf(client.login('alice', 'x'))).code).toBe('identity_provider_unreachable');
+    expect((await gatehouseErrorOf(client.login('alice', 'x'))).code).toBe('identity_provider_unreachable');
   });
 
   it('answers 504 for a provider that does not answer in time', async () => {
     mode = 'slow';
     const client = await OidcProviderClient.discover(settings(base, { timeoutMs: 50 }));
-    const error = await errorOf(client.login('alice', 'x'));
+    const error = await gatehouseErrorOf(client.login('alice', 'x'));
     expect([error.code, error.status]).toEqual(['identity_provider_timeout', 504]);
   });
 
   it('answers 502 for a provider that is down (connection refused)', async () => {
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
-    const error = await errorOf(OidcProviderClient.discover(settings(`http://127.0.0.1:${port}`)));
+    const port = await freePort();
+    const error = await gatehouseErrorOf(OidcProviderClient.discover(settings(`http://127.0.0.1:${port}`)));
     expect([error.code, error.status]).toEqual(['identity_provider_unreachable', 502]);
   });
 });
