@@ -52,6 +52,35 @@ export class OidcProviderClient {
     return this.#grant(() => client.refreshTokenGrant(this.#config, refreshToken, parameters), 'invalid_refresh_token');
   }
 
+  /**
+   * RFC 7662: what the provider says about a token it issued (refresh tokens
+   * used as bearer tokens, spec 5.9). Null when the token is not active.
+   */
+  async introspect(token: string): Promise<client.IntrospectionResponse | null> {
+    if (!this.metadata.introspection_endpoint) throw gatehouseError('identity_provider_invalid_response', { reason: 'the provider has no introspection endpoint' });
+    let answer: client.IntrospectionResponse;
+    try {
+      answer = await client.tokenIntrospection(this.#config, token);
+    } catch (error) {
+      throw providerFailure(error);
+    }
+    return answer.active ? answer : null;
+  }
+
+  /** True when the provider has a revocation endpoint (RFC 7009) that logout should call. */
+  get canRevoke(): boolean {
+    return typeof this.metadata.revocation_endpoint === 'string';
+  }
+
+  /** RFC 7009: ends the token at the provider (and, for a refresh token, its grant). */
+  async revoke(token: string, hint: 'refresh_token' | 'access_token' = 'refresh_token'): Promise<void> {
+    try {
+      await client.tokenRevocation(this.#config, token, { token_type_hint: hint });
+    } catch (error) {
+      throw providerFailure(error);
+    }
+  }
+
   async #grant(call: () => Promise<client.TokenEndpointResponse>, refusal: Refusal): Promise<TokenSet> {
     let answer: client.TokenEndpointResponse;
     try {

@@ -104,3 +104,29 @@ describe('a provider that fails', () => {
     expect([error.code, error.status]).toEqual(['identity_provider_unreachable', 502]);
   });
 });
+
+describe('introspection and revocation at the provider', () => {
+  let op: TestOpenIdProvider;
+  let client: OidcProviderClient;
+
+  beforeAll(async () => {
+    op = await startOpenIdProvider({ bob: { password: 'bob-password', roles: ['reader'] } });
+    client = await OidcProviderClient.discover(settings(op.issuer));
+  });
+  afterAll(async () => op.close());
+
+  it('introspects an opaque refresh token as active, and an unknown one as inactive', async () => {
+    const { refresh_token } = await client.login('bob', 'bob-password');
+    expect(await client.introspect(refresh_token)).toMatchObject({ active: true, sub: 'bob', client_id: TEST_CLIENT.clientId, exp: expect.any(Number) });
+    expect(await client.introspect('no-such-token')).toBeNull();
+  });
+
+  it('revokes a refresh token: it neither introspects nor refreshes afterwards', async () => {
+    expect(client.canRevoke).toBe(true);
+    const { refresh_token } = await client.login('bob', 'bob-password');
+    await client.refresh(refresh_token);
+    await client.revoke(refresh_token);
+    expect(await client.introspect(refresh_token)).toBeNull();
+    expect((await gatehouseErrorOf(client.refresh(refresh_token))).code).toBe('invalid_refresh_token');
+  });
+});
