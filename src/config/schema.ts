@@ -97,6 +97,10 @@ export const OidcIdentitySchema = z.strictObject({
   }).prefault({}),
   /** `refresh_expires_in` to answer when the provider leaves it out (its refresh-token lifetime, in seconds). */
   refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
+  /** A refresh token used as a bearer is introspected at the provider at most once per this many seconds, across all instances. */
+  introspectionIntervalS: positiveInt.default(d.DEFAULT_OIDC_INTROSPECTION_INTERVAL_S),
+  /** Bound of the introspection answers kept in memory when the store is in memory (Redis bounds them by their expiry). */
+  introspectionCacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
   /** How long one call to the provider may take before login answers 504. */
   timeoutMs: positiveInt.default(d.DEFAULT_OIDC_TIMEOUT_MS),
 });

@@ -69,7 +69,7 @@ function keySetFailure(error: unknown) {
   return gatehouseError(error instanceof joseErrors.JWKSTimeout ? 'identity_provider_timeout' : 'identity_provider_unreachable', { reason: 'the provider key set could not be fetched', cause: error });
 }
 
-function stringList(value: unknown): string[] {
+export function stringList(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
 }
 
