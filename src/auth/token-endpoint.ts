@@ -4,15 +4,20 @@
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { toGatehouseError } from '../http/error-response.js';
-import type { GatehouseError } from '../http/errors.js';
+import { isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../tokens/well-known-routes.js';
 import type { AuthService } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
+import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
+import type { Principal } from './principal.js';
 
-export const TOKEN_ENDPOINT_PATH = '/oauth/token';
 
 export interface TokenEndpointOptions {
   auth: AuthService;
   bodyLimitBytes: number;
+  /** Who may call introspection and revocation (`tokens.clients`). */
+  clients: ClientList;
+  issuer: string;
 }
 
 class OAuthError extends Error {
@@ -73,7 +78,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 }
 
 export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {
-  const { auth, bodyLimitBytes } = options;
+  const { auth, bodyLimitBytes, clients, issuer } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: bodyLimitBytes }, (_request, body, done) => {
     try {
@@ -104,5 +109,52 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
       default:
         throw new OAuthError('unsupported_grant_type', 'supported grant types: password, refresh_token');
     }
+  });
+  clientEndpoints(app, options);
+}
+
+/** RFC 7662 2.1 / RFC 7009 2.1: the caller is a configured client (401 invalid_client otherwise, RFC 6749 5.2). */
+async function requireClient(clients: ClientList, authorization: string | undefined, params: Record<string, string>): Promise<void> {
+  if (!(await isAuthenticClient(clients, presentedClient(authorization, params)))) {
+    throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'www-authenticate': 'Basic realm="gatehouse"' });
+  }
+}
+
+/** The session a token belongs to when it still admits its bearer; null for any token that does not. */
+async function principalOf(auth: AuthService, token: string): Promise<Principal | null> {
+  try {
+    return await auth.authenticateBearer(token);
+  } catch (error) {
+    if (isGatehouseError(error) && error.code === 'invalid_bearer_token') return null;
+    throw error;
+  }
+}
+
+/** Introspection (RFC 7662) and revocation (RFC 7009), in the token endpoint's context: its form parser and its error objects. */
+function clientEndpoints(app: FastifyInstance, options: TokenEndpointOptions): void {
+  const { auth, bodyLimitBytes, clients, issuer } = options;
+  app.post<{ Body: Record<string, string> }>(INTROSPECTION_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const params = request.body ?? {};
+    await requireClient(clients, request.headers.authorization, params);
+    const principal = await principalOf(auth, required(params, 'token'));
+    reply.header('cache-control', 'no-store');
+    if (!principal) return { active: false };
+    return {
+      active: true,
+      iss: issuer,
+      sub: principal.sub,
+      username: principal.username,
+      token_type: principal.tokenType === 'Refresh' ? 'refresh_token' : 'access_token',
+      exp: Math.floor(principal.expiresAtMs / 1000),
+      sid: principal.sid,
+    };
+  });
+  app.post<{ Body: Record<string, string> }>(REVOCATION_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const params = request.body ?? {};
+    await requireClient(clients, request.headers.authorization, params);
+    // RFC 7009 2.2: an invalid or unknown token is answered 200 as well. Either token ends the whole session.
+    const principal = await principalOf(auth, required(params, 'token'));
+    if (principal) await auth.logout(principal);
+    return reply.code(200).header('cache-control', 'no-store').send();
   });
 }

@@ -4,6 +4,7 @@
 // What types cannot say (routes that clash, addresses the proxy cannot read)
 // is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
+import { isWellFormedPasswordHash } from '../identity/passwords.js';
 import { always, checkIdentityHeaders, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
 import * as d from './defaults.js';
 
@@ -121,6 +122,15 @@ export const TokensSchema = z.strictObject({
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
   cacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
+  /**
+   * Confidential clients (resource servers, relying parties) that may call
+   * introspection (RFC 7662) and revocation (RFC 7009); each secret is kept
+   * as a scrypt hash, as `gatehouse users` writes passwords.
+   */
+  clients: z.array(z.strictObject({
+    id: z.string().min(1).max(200),
+    secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
+  })).default([]),
 });
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

@@ -16,6 +16,9 @@ export interface WellKnownRoutesOptions {
 export const JWKS_PATH = '/.well-known/jwks.json';
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 export const TOKEN_ENDPOINT_PATH = '/oauth/token';
+export const INTROSPECTION_ENDPOINT_PATH = '/oauth/introspect';
+export const REVOCATION_ENDPOINT_PATH = '/oauth/revoke';
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
 
 /** Keys change only on rotation, and a verifier that misses a new key refetches on its unknown `kid`. */
 const CACHE_CONTROL = 'public, max-age=300';
@@ -30,6 +33,10 @@ export interface OpenIdConfiguration {
   token_endpoint: string;
   grant_types_supported: string[];
   token_endpoint_auth_methods_supported: string[];
+  introspection_endpoint: string;
+  introspection_endpoint_auth_methods_supported: string[];
+  revocation_endpoint: string;
+  revocation_endpoint_auth_methods_supported: string[];
   response_types_supported: string[];
   subject_types_supported: string[];
   claims_supported: string[];
@@ -52,6 +59,11 @@ export function openIdConfiguration(issuer: string): OpenIdConfiguration {
     grant_types_supported: ['password', 'refresh_token'],
     // Public clients: the token endpoint takes no client authentication.
     token_endpoint_auth_methods_supported: ['none'],
+    // Introspection and revocation are for the confidential clients of `tokens.clients` (RFC 7662 2.1, RFC 7009 2.1).
+    introspection_endpoint: `${base}${INTROSPECTION_ENDPOINT_PATH}`,
+    introspection_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    revocation_endpoint: `${base}${REVOCATION_ENDPOINT_PATH}`,
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: [...CLAIMS_SUPPORTED],

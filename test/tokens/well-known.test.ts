@@ -38,6 +38,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
     algorithm: 'EdDSA',
     keysFile: join(folder, 'keys.json'),
     clockToleranceS: 5,
+    clients: [],
     cacheMaxEntries: 100,
     ...overrides,
   };
@@ -105,6 +106,10 @@ describe('GET /.well-known/openid-configuration', () => {
     token_endpoint: `${issuer}/oauth/token`,
     grant_types_supported: ['password', 'refresh_token'],
     token_endpoint_auth_methods_supported: ['none'],
+    introspection_endpoint: `${issuer}/oauth/introspect`,
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'],
