@@ -51,7 +51,7 @@ import { statusRoutes } from './requests/status-routes.js';
 import { UpstreamReconciler } from './requests/upstream-reconciler.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
-import { TokenIssuer } from './tokens/issuer.js';
+import { canonicalIssuer, TokenIssuer } from './tokens/issuer.js';
 import { loadKeySet, type KeySet } from './tokens/keyset.js';
 import { TokenVerifier } from './tokens/verifier.js';
 import { wellKnownRoutes } from './tokens/well-known-routes.js';
@@ -179,7 +179,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   await app.register(errorHandler);
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
-  await app.register(tokenEndpoint, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
+  await app.register(tokenEndpoint, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
   await app.register(statusRoutes, {
     bearer,
     tracker: requests,

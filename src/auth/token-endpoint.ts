@@ -2,17 +2,28 @@
 // document, so stock OAuth/OIDC client libraries work against Gatehouse. It
 // shares AuthService with the spec's JSON endpoints; only the wire format
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { toGatehouseError } from '../http/error-response.js';
-import type { GatehouseError } from '../http/errors.js';
+import { isGatehouseError, type GatehouseError } from '../http/errors.js';
+import type { FairWorkQueue } from '../limits/fair-work-queue.js';
+import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../tokens/well-known-routes.js';
 import type { AuthService } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
+import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
+import type { Principal } from './principal.js';
 
-export const TOKEN_ENDPOINT_PATH = '/oauth/token';
 
 export interface TokenEndpointOptions {
   auth: AuthService;
   bodyLimitBytes: number;
+  /** Who may call introspection and revocation (`tokens.clients`). */
+  clients: ClientList;
+  issuer: string;
+  /**
+   * The fair queue password checks wait in: a client secret is a scrypt hash
+   * too, so unauthenticated callers naming a client id must not hash outside it.
+   */
+  hashing?: FairWorkQueue;
 }
 
 class OAuthError extends Error {
@@ -73,7 +84,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 }
 
 export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {
-  const { auth, bodyLimitBytes } = options;
+  const { auth, bodyLimitBytes, clients, issuer } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: bodyLimitBytes }, (_request, body, done) => {
     try {
@@ -104,5 +115,53 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
       default:
         throw new OAuthError('unsupported_grant_type', 'supported grant types: password, refresh_token');
     }
+  });
+  clientEndpoints(app, options);
+}
+
+/** RFC 7662 2.1 / RFC 7009 2.1: the caller is a configured client (401 invalid_client otherwise, RFC 6749 5.2). */
+async function requireClient(options: TokenEndpointOptions, request: FastifyRequest, params: Record<string, string>): Promise<void> {
+  const check = () => isAuthenticClient(options.clients, presentedClient(request.headers.authorization, params));
+  if (!(await (options.hashing ? options.hashing.run(request.ip, check) : check()))) {
+    throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'www-authenticate': 'Basic realm="gatehouse"' });
+  }
+}
+
+/** The session a token belongs to when it still admits its bearer; null for any token that does not. */
+async function principalOf(auth: AuthService, token: string): Promise<Principal | null> {
+  try {
+    return await auth.authenticateBearer(token);
+  } catch (error) {
+    if (isGatehouseError(error) && error.code === 'invalid_bearer_token') return null;
+    throw error;
+  }
+}
+
+/** Introspection (RFC 7662) and revocation (RFC 7009), in the token endpoint's context: its form parser and its error objects. */
+function clientEndpoints(app: FastifyInstance, options: TokenEndpointOptions): void {
+  const { auth, bodyLimitBytes, issuer } = options;
+  app.post<{ Body: Record<string, string> }>(INTROSPECTION_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const params = request.body ?? {};
+    await requireClient(options, request, params);
+    const principal = await principalOf(auth, required(params, 'token'));
+    reply.header('cache-control', 'no-store');
+    if (!principal) return { active: false };
+    return {
+      active: true,
+      iss: issuer,
+      sub: principal.sub,
+      username: principal.username,
+      token_type: principal.tokenType === 'Refresh' ? 'refresh_token' : 'access_token',
+      exp: Math.floor(principal.expiresAtMs / 1000),
+      sid: principal.sid,
+    };
+  });
+  app.post<{ Body: Record<string, string> }>(REVOCATION_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+    const params = request.body ?? {};
+    await requireClient(options, request, params);
+    // RFC 7009 2.2: an invalid or unknown token is answered 200 as well. Either token ends the whole session.
+    const principal = await principalOf(auth, required(params, 'token'));
+    if (principal) await auth.logout(principal);
+    return reply.code(200).header('cache-control', 'no-store').send();
   });
 }

@@ -108,3 +108,7 @@ export const DEFAULT_LOGIN_FAILURES_PER_USERNAME = 100;
 
 /** The `service.name` of exported spans. */
 export const DEFAULT_TRACING_SERVICE_NAME = 'gatehouse';
+/** A call to a fronted OpenID Provider slower than this answers 504. */
+export const DEFAULT_OIDC_TIMEOUT_MS = 5_000;
+/** A refresh token revoked at a fronted provider still admits its bearer for at most this long. */
+export const DEFAULT_OIDC_INTROSPECTION_INTERVAL_S = 60;

@@ -4,6 +4,7 @@
 // What types cannot say (routes that clash, addresses the proxy cannot read)
 // is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
+import { isWellFormedPasswordHash } from '../identity/passwords.js';
 import { always, checkIdentityHeaders, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
 import * as d from './defaults.js';
 
@@ -73,6 +74,39 @@ const LocalIdentitySchema = z.strictObject({
   watch: z.boolean().default(true),
 });
 
+/**
+ * An OpenID Provider that Gatehouse fronts (`identity.provider: oidc`): login
+ * and refresh go to its token endpoint, bearer tokens are checked against its keys.
+ * Not yet selectable in `identity`: the login path does not call it yet.
+ */
+export const OidcIdentitySchema = z.strictObject({
+  provider: z.literal('oidc'),
+  /** Discovery is read from `<issuer>/.well-known/openid-configuration`. */
+  issuer: httpUrl,
+  clientId: z.string().min(1),
+  /** How Gatehouse authenticates at the token endpoint (RFC 6749 2.3, OIDC Core 9). */
+  clientAuth: z.enum(['client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
+  clientSecret: z.string().min(1),
+  scopes: z.array(z.string().min(1)).default(['openid']),
+  /** The audience (resource indicator) access tokens must carry. */
+  audience: z.string().min(1).optional(),
+  /** Which claims carry the login name, the roles and the groups. */
+  claims: z.strictObject({
+    username: z.string().min(1).default('preferred_username'),
+    roles: z.string().min(1).default('roles'),
+    groups: z.string().min(1).default('groups'),
+  }).prefault({}),
+  /** `refresh_expires_in` to answer when the provider leaves it out (its refresh-token lifetime, in seconds). */
+  refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
+  /** A refresh token used as a bearer is introspected at the provider at most once per this many seconds, across all instances. */
+  introspectionIntervalS: positiveInt.default(d.DEFAULT_OIDC_INTROSPECTION_INTERVAL_S),
+  /** Bound of the introspection answers kept in memory when the store is in memory (Redis bounds them by their expiry). */
+  introspectionCacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
+  /** How long one call to the provider may take before login answers 504. */
+  timeoutMs: positiveInt.default(d.DEFAULT_OIDC_TIMEOUT_MS),
+});
+export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
+
 export const IdentitySchema = z.discriminatedUnion('provider', [LocalIdentitySchema]);
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
@@ -88,6 +122,15 @@ export const TokensSchema = z.strictObject({
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
   cacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
+  /**
+   * Confidential clients (resource servers, relying parties) that may call
+   * introspection (RFC 7662) and revocation (RFC 7009); each secret is kept
+   * as a scrypt hash, as `gatehouse users` writes passwords.
+   */
+  clients: z.array(z.strictObject({
+    id: z.string().min(1).max(200),
+    secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
+  })).default([]),
 });
 
 const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import type { JWK } from 'jose';
-import type { SigningAlgorithm, TokensConfig } from '../config/schema.js';
+import type { TokensConfig } from '../config/schema.js';
 import { canonicalIssuer } from './issuer.js';
 import type { KeySet } from './keyset.js';
 
@@ -16,6 +16,9 @@ export interface WellKnownRoutesOptions {
 export const JWKS_PATH = '/.well-known/jwks.json';
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 export const TOKEN_ENDPOINT_PATH = '/oauth/token';
+export const INTROSPECTION_ENDPOINT_PATH = '/oauth/introspect';
+export const REVOCATION_ENDPOINT_PATH = '/oauth/revoke';
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
 
 /** Keys change only on rotation, and a verifier that misses a new key refetches on its unknown `kid`. */
 const CACHE_CONTROL = 'public, max-age=300';
@@ -30,14 +33,24 @@ export interface OpenIdConfiguration {
   token_endpoint: string;
   grant_types_supported: string[];
   token_endpoint_auth_methods_supported: string[];
-  token_endpoint_auth_signing_alg_values_supported: SigningAlgorithm[];
+  introspection_endpoint: string;
+  introspection_endpoint_auth_methods_supported: string[];
+  revocation_endpoint: string;
+  revocation_endpoint_auth_methods_supported: string[];
   response_types_supported: string[];
   subject_types_supported: string[];
-  id_token_signing_alg_values_supported: SigningAlgorithm[];
   claims_supported: string[];
 }
 
-export function openIdConfiguration(issuer: string, algorithms: readonly SigningAlgorithm[]): OpenIdConfiguration {
+/**
+ * Exactly what is implemented, nothing more: a token endpoint for public
+ * clients and the password and refresh-token grants. There is no
+ * authorization endpoint, so no response type (RFC 8414 still requires the
+ * member: it is empty), and no ID token, so no ID-token algorithms; the
+ * access-token algorithms are on the keys in the JWKS (`alg`), where a
+ * verifier looks. No client authentication, so no client-auth algorithms.
+ */
+export function openIdConfiguration(issuer: string): OpenIdConfiguration {
   const base = canonicalIssuer(issuer);
   return {
     issuer: base,
@@ -46,10 +59,13 @@ export function openIdConfiguration(issuer: string, algorithms: readonly Signing
     grant_types_supported: ['password', 'refresh_token'],
     // Public clients: the token endpoint takes no client authentication.
     token_endpoint_auth_methods_supported: ['none'],
-    token_endpoint_auth_signing_alg_values_supported: [...algorithms],
-    response_types_supported: ['token'],
+    // Introspection and revocation are for the confidential clients of `tokens.clients` (RFC 7662 2.1, RFC 7009 2.1).
+    introspection_endpoint: `${base}${INTROSPECTION_ENDPOINT_PATH}`,
+    introspection_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    revocation_endpoint: `${base}${REVOCATION_ENDPOINT_PATH}`,
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    response_types_supported: [],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [...algorithms],
     claims_supported: [...CLAIMS_SUPPORTED],
   };
 }
@@ -97,14 +113,14 @@ function memoizedJson<S extends object>(build: (source: S) => unknown): (source:
 
 const wellKnownRoutesPlugin: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, { keys, tokens }) => {
   const jwksJson = memoizedJson(jwksDocument);
-  const configurationJson = memoizedJson((algorithms: SigningAlgorithm[]) => openIdConfiguration(tokens.issuer, algorithms));
+  const configurationJson = JSON.stringify(openIdConfiguration(tokens.issuer));
 
   fastify.get(JWKS_PATH, async (_request, reply) => {
     return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(jwksJson(keys.publicJwks()));
   });
 
   fastify.get(OPENID_CONFIGURATION_PATH, async (_request, reply) => {
-    return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(configurationJson(keys.algorithms()));
+    return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(configurationJson);
   });
 };
 

@@ -39,7 +39,9 @@ describe('with openid-client', () => {
     const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri!));
     const { payload, protectedHeader } = await jwtVerify(refreshed.access_token, jwks, { issuer, audience: 'gatehouse' });
     expect(payload).toMatchObject({ typ: 'Bearer', preferred_username: 'alice' });
-    expect(metadata.id_token_signing_alg_values_supported).toContain(protectedHeader.alg);
+    expect(metadata).not.toHaveProperty('id_token_signing_alg_values_supported');
+    const served = (await (await fetch(metadata.jwks_uri!)).json()) as { keys: Array<{ kid: string; alg: string }> };
+    expect(served.keys.find((key) => key.kid === protectedHeader.kid)?.alg).toBe(protectedHeader.alg);
   });
 
   it('accepts an API key as the password grant\'s password', async () => {

@@ -1,6 +1,7 @@
 // What every error the proxy answers must look like: the `$diagnoses` body,
 // its status, never a 500 and never a stack trace.
 import { expect } from 'vitest';
+import { isGatehouseError, type GatehouseError } from '../../src/http/errors.js';
 import type { LogSink } from './log-sink.js';
 
 /** A stack trace, or a source location, in a response body. */
@@ -22,4 +23,11 @@ export function proxiedStatuses(logs: LogSink): unknown[] {
 /** No proxied request was answered with a 500. */
 export function expectNoInternalErrors(logs: LogSink): void {
   expect(proxiedStatuses(logs)).not.toContain(500);
+}
+
+/** The Gatehouse error a promise rejects with (anything else fails the test). */
+export async function gatehouseErrorOf(promise: Promise<unknown>): Promise<GatehouseError> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  if (!isGatehouseError(error)) throw new Error(`expected a Gatehouse error, got ${String(error)}`);
+  return error;
 }

@@ -1,0 +1,87 @@
+// Bearer checks of a fronted provider's JWT access tokens without a round
+// trip: the signature is checked against the provider's key set (JWKS), which
+// jose's remote key set keeps cached, refetches when a token names an unknown
+// `kid` (at most once per cooldown, one fetch shared by concurrent callers),
+// and bounds in time. The claims the config names become the Identity.
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { OidcIdentityConfig } from '../config/schema.js';
+import { gatehouseError } from '../http/errors.js';
+import type { Identity } from '../identity/identity-provider.js';
+
+export interface ProviderTokenVerifierOptions {
+  issuer: string;
+  jwksUri: string;
+  settings: Pick<OidcIdentityConfig, 'audience' | 'claims' | 'timeoutMs'>;
+  clockToleranceS: number;
+  /** After a refetch, no other is made for this long, however many unknown `kid`s arrive. */
+  cooldownMs?: number;
+}
+
+/** What a verified provider token says: who, and until when. */
+export interface VerifiedProviderToken {
+  identity: Identity;
+  expiresAtMs: number;
+}
+
+const DEFAULT_COOLDOWN_MS = 30_000;
+
+export class ProviderTokenVerifier {
+  readonly #keys: ReturnType<typeof createRemoteJWKSet>;
+  readonly #options: ProviderTokenVerifierOptions;
+
+  constructor(options: ProviderTokenVerifierOptions) {
+    this.#options = options;
+    this.#keys = createRemoteJWKSet(new URL(options.jwksUri), {
+      cooldownDuration: options.cooldownMs ?? DEFAULT_COOLDOWN_MS,
+      timeoutDuration: options.settings.timeoutMs,
+    });
+  }
+
+  /** Readiness: resolves once the first key set is held; a provider down answers 502/504. */
+  async ready(): Promise<void> {
+    try {
+      await this.#keys.reload();
+    } catch (error) {
+      throw keySetFailure(error);
+    }
+  }
+
+  get hasKeys(): boolean {
+    return this.#keys.jwks() !== undefined;
+  }
+
+  async verify(token: string): Promise<VerifiedProviderToken> {
+    const { issuer, settings, clockToleranceS } = this.#options;
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#keys, { issuer, clockTolerance: clockToleranceS, ...(settings.audience && { audience: settings.audience }) }));
+    } catch (error) {
+      if (error instanceof joseErrors.JOSEError && !(error instanceof joseErrors.JWKSTimeout)) {
+        throw gatehouseError('invalid_bearer_token', { reason: `provider token refused (${error.code})`, cause: error });
+      }
+      throw keySetFailure(error);
+    }
+    return { identity: toIdentity(payload, settings.claims), expiresAtMs: (payload.exp ?? 0) * 1000 };
+  }
+}
+
+function keySetFailure(error: unknown) {
+  return gatehouseError(error instanceof joseErrors.JWKSTimeout ? 'identity_provider_timeout' : 'identity_provider_unreachable', { reason: 'the provider key set could not be fetched', cause: error });
+}
+
+export function stringList(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((item): item is string => typeof item === 'string') : [];
+}
+
+/** The configured claims as an Identity; a token without a subject is refused. */
+export function toIdentity(payload: JWTPayload, claims: OidcIdentityConfig['claims']): Identity {
+  if (typeof payload.sub !== 'string' || payload.sub === '') throw gatehouseError('invalid_bearer_token', { reason: 'provider token has no subject' });
+  const username = payload[claims.username];
+  return {
+    sub: payload.sub,
+    username: typeof username === 'string' && username !== '' ? username : payload.sub,
+    method: 'pwd',
+    roles: stringList(payload[claims.roles]),
+    groups: stringList(payload[claims.groups]),
+  };
+}

@@ -1,0 +1,98 @@
+// A real, certified OpenID Provider (oidc-provider) for tests of the `oidc`
+// identity mode: a password grant (registered, as the spec's login needs),
+// JWT access tokens for one resource, opaque refresh tokens that do not
+// rotate, introspection and revocation on. Started on port 0.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair } from 'jose';
+import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
+
+export const TEST_RESOURCE = 'https://api.gatehouse.test';
+export const TEST_CLIENT = { clientId: 'gatehouse', clientSecret: 'gatehouse-client-secret-for-tests' } as const;
+
+export interface TestUser {
+  password: string;
+  roles?: string[];
+  groups?: string[];
+}
+
+export interface TestOpenIdProvider {
+  issuer: string;
+  provider: Provider;
+  server: Server;
+  /** Signs with a fresh key from now on (the old one leaves the key set), as a provider's key rotation does. */
+  rotateKeys(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function signingKey(): Promise<Record<string, unknown>> {
+  const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+  return { ...(await exportJWK(privateKey)), kid: `k-${Math.random().toString(36).slice(2)}`, alg: 'RS256', use: 'sig' };
+}
+
+export async function startOpenIdProvider(users: Record<string, TestUser>): Promise<TestOpenIdProvider> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let provider = await buildProvider(issuer, users);
+  let handle = provider.callback();
+  // The in-memory adapter is shared by every instance, so grants survive a rotation.
+  server.on('request', (req, res) => handle(req, res));
+  return {
+    issuer,
+    get provider() { return provider; },
+    server,
+    rotateKeys: async () => { provider = await buildProvider(issuer, users); handle = provider.callback(); },
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+async function buildProvider(issuer: string, users: Record<string, TestUser>): Promise<Provider> {
+  const provider = new Provider(issuer, {
+    clients: [{ client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }],
+    jwks: { keys: [await signingKey()] },
+    scopes: ['openid', 'offline_access', 'api'],
+    features: {
+      devInteractions: { enabled: false },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => TEST_RESOURCE,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx: unknown, resource: string) => {
+          if (resource !== TEST_RESOURCE) throw new errors.InvalidTarget();
+          return { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 };
+        },
+      },
+    },
+    rotateRefreshToken: false,
+    ttl: { RefreshToken: 3600, AccessToken: 300, Grant: 3600 },
+    findAccount: (_ctx: unknown, sub: string) => (users[sub] ? { accountId: sub, claims: () => ({ sub, preferred_username: sub }) } : undefined),
+    extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) => {
+      const user = users[token.accountId ?? ''];
+      return user ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [] } : undefined;
+    },
+  });
+  provider.registerGrantType('password', async (ctx: KoaContextWithOIDC) => {
+    const { username, password } = ctx.oidc.params as { username?: string; password?: string };
+    const user = username ? users[username] : undefined;
+    if (!username || !user || user.password !== password) throw new errors.InvalidGrant('invalid user credentials');
+    const client = ctx.oidc.client!;
+    const grant = new provider.Grant({ accountId: username, clientId: client.clientId });
+    grant.addOIDCScope('openid offline_access');
+    grant.addResourceScope(TEST_RESOURCE, 'api');
+    const grantId = await grant.save();
+    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 });
+    const accessToken = new provider.AccessToken({ accountId: username, client, grantId, gty: 'password', scope: 'api', resourceServer } as never);
+    const refreshToken = new provider.RefreshToken({ accountId: username, client, grantId, gty: 'password', scope: 'openid offline_access api', resource: TEST_RESOURCE } as never);
+    ctx.body = {
+      access_token: await accessToken.save(),
+      expires_in: accessToken.expiration,
+      refresh_token: await refreshToken.save(),
+      token_type: 'Bearer',
+      scope: 'api',
+    };
+  }, ['username', 'password', 'scope', 'resource'], ['resource']);
+  return provider;
+}
