@@ -27,6 +27,7 @@ import { LoginThrottle } from './limits/login-throttle.js';
 import { RouteLimits } from './limits/route-limits.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
+import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
 import { RequestTelemetry } from './observability/request-telemetry.js';
 import { createSpanExport } from './observability/span-export.js';
@@ -172,9 +173,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
   const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup, telemetry });
-  metrics.readFrom({ openTunnels: () => websockets.openTunnels, openLongPolls: () => requests.watching });
-
   const app = publicListener(config, logger, proxy.handle, drain, telemetry, (req) => headers.clientAddress(req));
+  metrics.readFrom({
+    openTunnels: () => websockets.openTunnels,
+    openLongPolls: () => requests.watching,
+    refusedConnections: () => refusedConnections(app.server),
+  });
+  passwordHashing.on('refused', () => metrics.throttled.inc({ limit: 'password_hashing' }));
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(wellKnownRoutes, { keys, tokens: config.tokens });

@@ -27,8 +27,16 @@ export interface RefusedConnections {
 /** How often a refusal is logged at most: a flood must not become a flood of log lines. */
 const WARN_INTERVAL_MS = 10_000;
 
+/** What each capped server has refused so far, for metrics read at scrape time. */
+const refusals = new WeakMap<Server, RefusedConnections>();
+
+export function refusedConnections(server: Server): RefusedConnections {
+  return refusals.get(server) ?? { total: 0, perAddress: 0 };
+}
+
 export function limitConnections(server: Server, limits: ConnectionLimits, logger: Logger): RefusedConnections {
   const refused: RefusedConnections = { total: 0, perAddress: 0 };
+  refusals.set(server, refused);
   let lastWarning = 0;
   const warn = (cap: string, address: string | undefined) => {
     const now = Date.now();

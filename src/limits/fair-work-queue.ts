@@ -29,6 +29,8 @@ type Waiter = () => void;
 export interface FairWorkQueueEvents {
   /** A task from `address` waits for a slot. */
   queued: [address: string];
+  /** A task from `address` was refused at once: its queue, or the whole, was full. */
+  refused: [address: string];
 }
 
 export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
@@ -73,8 +75,14 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
     const { maxQueue, maxQueuePerAddress, retryAfterS } = this.#limits;
     const waiters = this.#waiting.get(address);
     const headers = { 'retry-after': String(retryAfterS) };
-    if ((waiters?.length ?? 0) >= maxQueuePerAddress) throw gatehouseError('login_queue_full_for_address', { headers });
-    if (this.#queued >= maxQueue) throw gatehouseError('login_queue_full', { headers });
+    if ((waiters?.length ?? 0) >= maxQueuePerAddress) {
+      this.emit('refused', address);
+      throw gatehouseError('login_queue_full_for_address', { headers });
+    }
+    if (this.#queued >= maxQueue) {
+      this.emit('refused', address);
+      throw gatehouseError('login_queue_full', { headers });
+    }
     this.#queued += 1;
     const turn = new Promise<void>((resolve) => {
       if (waiters) waiters.push(resolve);

@@ -36,6 +36,8 @@ const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 export interface LiveReadings {
   openTunnels?: () => number;
   openLongPolls?: () => number;
+  /** Connections the public listener's caps closed as they arrived, so far. */
+  refusedConnections?: () => { total: number; perAddress: number };
   storeUp?: () => Promise<boolean>;
 }
 
@@ -95,7 +97,7 @@ export class Metrics {
 
   readonly throttled = new Counter({
     name: 'gatehouse_throttled_total',
-    help: 'Requests refused by a limit, by limit (login: login throttling, refresh: refresh throttling, route: a route rateLimit).',
+    help: 'Requests refused by a limit, by limit (login: login throttling, refresh: refresh throttling, route: a route rateLimit, password_hashing: the password-hashing queue full).',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });
@@ -168,6 +170,18 @@ export class Metrics {
       async collect() {
         const up = readings().storeUp;
         this.set(up === undefined || (await up()) ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'gatehouse_connections_refused_total',
+      help: 'Connections the public listener closed as they arrived, by cap (server.maxConnections, server.maxConnectionsPerAddress).',
+      labelNames: ['cap'] as const,
+      registers: [this.registry],
+      collect() {
+        const refused = readings().refusedConnections?.() ?? { total: 0, perAddress: 0 };
+        this.reset();
+        this.inc({ cap: 'connections' }, refused.total);
+        this.inc({ cap: 'connections_per_address' }, refused.perAddress);
       },
     });
     const buildInfo = new Gauge({

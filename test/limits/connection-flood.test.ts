@@ -88,6 +88,8 @@ describe('attack 4: connection flood', () => {
       const health = await send(`${gw.adminUrl}/healthz`);
       expect(health.status).toBe(200);
       await gw.logs.next((line) => line.event === 'connection_refused' && line.cap === 'server.maxConnectionsPerAddress');
+      const metrics = (await send(`${gw.adminUrl}/metrics`)).body.toString('utf8');
+      expect(metrics).toContain('gatehouse_connections_refused_total{cap="connections_per_address"} 6');
     } finally {
       await closeAll(flood);
     }
@@ -104,6 +106,8 @@ describe('attack 4: connection flood', () => {
       expect(flood.filter((c) => isOpen(c.socket))).toHaveLength(TOTAL);
       const health = await send(`${gw.adminUrl}/healthz`);
       expect(health.status).toBe(200);
+      const metrics = (await send(`${gw.adminUrl}/metrics`)).body.toString('utf8');
+      expect(metrics).toContain('gatehouse_connections_refused_total{cap="connections"} 1');
     } finally {
       await closeAll(flood);
     }

@@ -123,6 +123,8 @@ describe('attack 2: password-hashing flood', () => {
     const statuses = (await Promise.all(flood)).map((r) => r.status).sort();
     expect(statuses).toEqual([401, 401, 401, 429, 429]);
     expect(gw.gateway.passwordHashing.running).toBe(0);
+    const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+    expect(metrics).toContain('gatehouse_throttled_total{limit="password_hashing"} 2');
   });
 
   it('answers 503 with Retry-After at once when every address together fills the queue', async () => {
