@@ -8,6 +8,7 @@ import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthService } from './auth/auth-service.js';
+import { RouteAuthorization } from './authz/route-authorization.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
@@ -158,7 +159,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget, lookup });
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics) });
+  const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics), authorization: new RouteAuthorization(identity) });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
   // Spans over OTLP only when configured; otherwise the SDK is never loaded.

@@ -75,7 +75,8 @@ export class AuthService {
     };
     await store.createSession(session);
     audit.record('success', { ...facts, method: who.method === 'api_key' ? 'api_key' : 'password', username: who.username, sub: who.sub, sid: session.sid });
-    return issuer.issueTokenSet(session, now);
+    // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
+    return issuer.issueTokenSet(session, now, identity.grants(who));
   }
 
   /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Invalid refresh tokens count against the address. */
@@ -93,7 +94,8 @@ export class AuthService {
       claims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
       const principal = await this.#deps.bearer.authenticate(refreshToken, claims);
       // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
-      const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken);
+      // The grants as of now: a role given since the login reaches the new access token.
+      const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal));
       audit.record('success', { ...facts, username: principal.username, sub: principal.sub, sid: principal.sid });
       return tokens;
     } catch (error) {

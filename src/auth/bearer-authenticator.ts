@@ -45,6 +45,7 @@ const NO_COUNT: Incrementer = { inc() {} };
 const BEARER_TYPES: readonly TokenType[] = ['Bearer', 'Refresh'];
 
 export const SESSION_ENDED = 'session ended';
+const NO_ROLES: readonly string[] = Object.freeze([]);
 export const INACTIVE = 'user or API key no longer active';
 
 export class BearerAuthenticator {
@@ -182,6 +183,9 @@ export class BearerAuthenticator {
       expiresAtMs: claims.exp * 1000,
       sessionStartedAtMs: session.createdAt,
       sessionEndsAtMs: session.expiresAt,
+      roles: claims.roles ?? NO_ROLES,
+      scopes: claims.scope === undefined ? undefined : claims.scope.split(' ').filter(Boolean),
+      readOnly: claims.ro === true,
     });
     if (!this.#identity.isActive(principal)) throw this.#refused(INACTIVE, claims);
     this.#cache.remember(token, principal, epoch, startedAt);

@@ -17,4 +17,10 @@ export interface Principal {
   sessionStartedAtMs?: number;
   /** When the session itself ends, epoch ms: no tunnel outlives it, whatever its route says about token expiry. */
   sessionEndsAtMs: number;
+  /** The token's roles (its claim): what route rules weigh, less any taken away since (see authz/). */
+  roles: readonly string[];
+  /** The token's scopes; undefined: not narrowed by scope. */
+  scopes: readonly string[] | undefined;
+  /** A read-only API key's session: safe methods only. */
+  readOnly: boolean;
 }

@@ -2,6 +2,7 @@
 // exactly once, when created: the users file keeps only a digest of its secret.
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
+import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
 import { addApiKey, getUser, readUsersFile, revokeApiKey, writeUsersFile, findApiKey } from '../identity/users-file.js';
 import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { printable, type CliIo } from './io.js';
@@ -10,7 +11,7 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
   name: 'apikeys',
   subcommands: {
     create: {
-      synopsis: 'create USER [--label TEXT]',
+      synopsis: 'create USER [--label TEXT] [--role ROLE]… [--scope SCOPE]… [--read-only] [--expires-in-days N]',
       summary: 'create an API key (printed once, on stdout)',
       details: '  The users file keeps only a digest of the key: copy it when it is shown.',
       run: create,
@@ -24,10 +25,31 @@ export async function runApiKeysCommand(args: string[], io: CliIo): Promise<numb
   return runGroup(APIKEYS_COMMANDS, args, io);
 }
 
+/** The key's scope from the options; undefined when none narrows it. */
+function keyScope(values: { role?: string[] | undefined; scope?: string[] | undefined; 'read-only'?: boolean | undefined; 'expires-in-days'?: string | undefined }): KeyScope | undefined {
+  const days = values['expires-in-days'];
+  if (days !== undefined && !/^[1-9]\d{0,4}$/.test(days)) throw new UsageError('--expires-in-days takes a whole number of days (1 to 99999)');
+  const scope: KeyScope = {
+    ...(values.role !== undefined && { roles: values.role }),
+    ...(values.scope !== undefined && { scopes: values.scope }),
+    ...(values['read-only'] === true && { readOnly: true }),
+    ...(days !== undefined && { expiresAt: new Date(Date.now() + Number(days) * 86_400_000).toISOString() }),
+  };
+  const checked = KeyScopeSchema.safeParse(scope);
+  if (!checked.success) throw new UsageError(`invalid key scope: ${checked.error.issues.map((issue) => issue.message).join('; ')}`);
+  return Object.keys(scope).length > 0 ? scope : undefined;
+}
+
 async function create(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
-    options: { label: { type: 'string' } },
+    options: {
+      label: { type: 'string' },
+      role: { type: 'string', multiple: true },
+      scope: { type: 'string', multiple: true },
+      'read-only': { type: 'boolean', default: false },
+      'expires-in-days': { type: 'string' },
+    },
     allowPositionals: true,
     strict: true,
   });
@@ -36,7 +58,8 @@ async function create(args: string[], io: CliIo): Promise<number> {
   const disabled = getUser(data, username).disabled;
   const { key, keyId, hash } = generateApiKey();
   const label = values.label;
-  await writeUsersFile(io.usersFile, addApiKey(data, username, { keyId, hash, ...(label !== undefined ? { label } : {}) }));
+  const scope = keyScope(values);
+  await writeUsersFile(io.usersFile, addApiKey(data, username, { keyId, hash, ...(label !== undefined ? { label } : {}), ...(scope && { scope }) }));
 
   // Printed only once the file holds the key: a key shown but not saved would be a dud.
   // stdout carries the key alone, so `KEY=$(gatehouse apikeys create …)` works.

@@ -6,6 +6,7 @@ import { hashPassword } from '../identity/passwords.js';
 import {
   addUser,
   assertCanAddUser,
+  changeRole,
   getUser,
   isApiKeyActive,
   readUsersFile,
@@ -40,6 +41,13 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
   blocked for failures of its own stays blocked (addressBlockS). With the
   in-memory store the counts live in the gateway process: restart it.`,
       run: unlock,
+    },
+    roles: {
+      synopsis: 'roles NAME add|remove ROLE',
+      summary: 'give a user a role, or take one away (route rules: routes[].authorize)',
+      details: `  A role given reaches the user's sessions at their next refresh; a role
+  taken away stops working at once on every instance that has read the file.`,
+      run: roles,
     },
     list: { synopsis: 'list', summary: 'list users (never a password hash)', run: list },
   },
@@ -110,6 +118,18 @@ async function changeStatus(args: string[], io: CliIo, disabled: boolean): Promi
   }
   await writeUsersFile(io.usersFile, setDisabled(data, username, disabled));
   writeLine(io.stdout, `${status} user ${username}`);
+  return EXIT_OK;
+}
+
+async function roles(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const [username, action, role, ...extra] = positionals;
+  if (username === undefined || (action !== 'add' && action !== 'remove') || role === undefined || extra.length > 0) {
+    throw new UsageError('expected NAME add|remove ROLE');
+  }
+  const data = await readUsersFile(io.usersFile);
+  await writeUsersFile(io.usersFile, changeRole(data, username, role, action === 'add'));
+  writeLine(io.stdout, action === 'add' ? `gave ${username} the role ${role}` : `took the role ${role} from ${username}`);
   return EXIT_OK;
 }
 

@@ -120,3 +120,46 @@ export function checkIdentityHeaders(identityHeaders: IdentityHeaderNames, ctx: 
     ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message.replace(/^proxy\.identityHeaders: /, '') });
   }
 }
+
+/**
+ * Route rules name only declared roles and scopes (`authorization.roles`,
+ * `authorization.scopes`): a rule naming another is a typo that would refuse
+ * everyone, or a role nobody can be given. A rule on a public route could
+ * never be met by a caller it does not know.
+ */
+interface NamedLists {
+  anyRole?: string[] | undefined;
+  allRoles?: string[] | undefined;
+  scopes?: string[] | undefined;
+}
+
+export function checkRouteRules(
+  routes: ReadonlyArray<{ auth?: string | undefined; authorize?: (NamedLists & { methods?: Partial<Record<string, NamedLists>> | undefined }) | undefined }>,
+  declared: { roles: readonly string[]; scopes: readonly string[] },
+  issues: z.core.$ZodRawIssue[],
+): void {
+  const roles = new Set(declared.roles);
+  const scopes = new Set(declared.scopes);
+  routes.forEach((route, index) => {
+    const authorize = route.authorize;
+    if (authorize === undefined) return;
+    const at = ['routes', index, 'authorize'];
+    if (route.auth === 'none') {
+      issues.push({ code: 'custom', path: at, message: 'a public route (auth: none) cannot have rules: nobody is known there', input: authorize });
+    }
+    const rules: Array<[PropertyKey[], NamedLists]> = [
+      [at, authorize],
+      ...Object.entries(authorize.methods ?? {}).map(([method, rule]): [PropertyKey[], NamedLists] => [[...at, 'methods', method], rule ?? {}]),
+    ];
+    for (const [path, rule] of rules) {
+      for (const list of ['anyRole', 'allRoles'] as const) {
+        (rule[list] ?? []).forEach((role, i) => {
+          if (!roles.has(role)) issues.push({ code: 'custom', path: [...path, list, i], message: `unknown role "${role}": declare it in authorization.roles`, input: role });
+        });
+      }
+      (rule.scopes ?? []).forEach((scope, i) => {
+        if (!scopes.has(scope)) issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
+      });
+    }
+  });
+}

@@ -4,8 +4,9 @@
 // What types cannot say (routes that clash, addresses the proxy cannot read)
 // is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
+import { RoleNameSchema } from '../identity/key-scope.js';
 import { isWellFormedPasswordHash } from '../identity/passwords.js';
-import { always, checkIdentityHeaders, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
+import { always, checkIdentityHeaders, checkRouteRules, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
 import * as d from './defaults.js';
 
 const port = z.number().int().min(0).max(65_535);
@@ -141,6 +142,34 @@ export const RateLimitSchema = z.strictObject({
   durationS: positiveInt,
 });
 
+/**
+ * Who may use a route (or one method of it): any of `anyRole`, all of
+ * `allRoles`, and every one of `scopes`. Each list that is given must be met.
+ */
+export const AccessRuleSchema = z
+  .strictObject({
+    anyRole: z.array(RoleNameSchema).min(1).optional(),
+    allRoles: z.array(RoleNameSchema).min(1).optional(),
+    scopes: z.array(RoleNameSchema).min(1).optional(),
+  })
+  .refine((rule) => rule.anyRole !== undefined || rule.allRoles !== undefined || rule.scopes !== undefined, {
+    error: 'names none of anyRole, allRoles, scopes',
+  });
+
+/** A route's rule, and rules of their own for some methods (which replace it for them). */
+export const AuthorizeSchema = z.strictObject({
+  anyRole: z.array(RoleNameSchema).min(1).optional(),
+  allRoles: z.array(RoleNameSchema).min(1).optional(),
+  scopes: z.array(RoleNameSchema).min(1).optional(),
+  methods: z.partialRecord(z.enum(HTTP_METHODS), AccessRuleSchema).optional(),
+});
+
+/** The roles and scopes route rules may name: a rule naming another one is a typo, refused at load. */
+export const AuthorizationSchema = z.strictObject({
+  roles: z.array(RoleNameSchema).default([]),
+  scopes: z.array(RoleNameSchema).default([]),
+});
+
 export const RouteSchema = z.strictObject({
   name: z.string().min(1).optional(),
   /** Matched on whole path segments: `/a/b` matches `/a/b` and `/a/b/c`, not `/a/bc`. */
@@ -177,6 +206,8 @@ export const RouteSchema = z.strictObject({
   maxUpstreamConnections: positiveInt.optional(),
   /** Absent: no limit, and the route's requests cost nothing extra. Shared by every instance through the store. */
   rateLimit: RateLimitSchema.optional(),
+  /** Roles or scopes a caller needs (403 otherwise); only on routes with `auth: required`. */
+  authorize: AuthorizeSchema.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
   /** What to do with this route's 202 answers (spec 4.4). */
@@ -346,8 +377,10 @@ export const ConfigSchema = z
   requests: RequestsSchema.prefault({}),
   limits: LimitsSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
+  authorization: AuthorizationSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
+  .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
   .check((ctx) => {
     // Workers do not share memory: sessions and statuses must live in Redis.
     if (ctx.value.server.workers !== 1 && !ctx.value.store.url) {

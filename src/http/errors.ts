@@ -26,6 +26,7 @@ export const ERRORS = {
   // RFC 6750 3.1: no credentials at all carry no error code of their own; we still name one for `$detail`.
   missing_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'no bearer token was given' },
   invalid_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'invalid bearer token' },
+  insufficient_scope: { status: 403, message: 'You are not allowed to do this. Ask for the access you need.', oauthError: 'insufficient_scope', reason: 'the token does not grant this' },
   route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },
   method_not_allowed: { status: 405, message: 'This method is not allowed at this address.', oauthError: 'invalid_request', reason: 'method not allowed' },
   // A client too slow to send its request: it may not hold the gateway's connections (or an upstream's) for it.

@@ -24,6 +24,16 @@ export interface AuthenticateOptions {
   /** The client's address as the listener trusts it: expensive checks are shared fairly between addresses. */
   clientAddress?: string;
 }
+/** What a session may do now: its user's roles, narrowed by the scope of the API key it was opened with. */
+export interface Grants {
+  roles: readonly string[];
+  groups: readonly string[];
+  /** The key's scopes; undefined: not narrowed by scope (a password login holds every scope). */
+  scopes: readonly string[] | undefined;
+  /** Safe methods only (GET, HEAD, OPTIONS). */
+  readOnly: boolean;
+}
+
 /** Whose session is asked about; `sessionStartedAtMs` when the caller knows the session. */
 export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined };
 
@@ -43,6 +53,13 @@ export interface IdentityProvider {
    * key is unrevoked.
    */
   isActive(identity: SessionHolder): boolean;
+  /**
+   * What the session may do as of now (the users file as last read):
+   * undefined when it is not active. Tokens carry the grants of the time they
+   * were signed; a role taken away since is refused at once by the checks
+   * that compare the two.
+   */
+  grants(identity: SessionHolder): Grants | undefined;
   /**
    * Called after the identities changed (the users file was reloaded, by
    * this instance's watcher or a caller): `isActive` may answer differently

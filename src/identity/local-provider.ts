@@ -12,7 +12,8 @@ import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import type { AuthenticateOptions, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
+import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
+import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
 
@@ -130,6 +131,13 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return indexedKey !== undefined && indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
   }
 
+  grants(holder: SessionHolder): Grants | undefined {
+    if (!this.isActive(holder)) return undefined;
+    const user = this.#snapshot.byId.get(holder.sub)!;
+    const scope = holder.apiKeyId === undefined ? undefined : this.#snapshot.byKeyId.get(holder.apiKeyId)?.key.scope;
+    return grantsOf(user.record.roles ?? [], user.record.groups ?? [], scope);
+  }
+
   /**
    * Re-reads the file now (the watcher calls this too). A file that does not
    * read or validate is logged and changes nothing: the previous users stay.
@@ -179,7 +187,8 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       this.#logger.debug({ apiKeyId: key.id }, 'API key login refused');
       return null;
     }
-    return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id };
+    const grants = grantsOf(user.record.roles ?? [], user.record.groups ?? [], key.scope);
+    return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id, roles: grants.roles, groups: grants.groups, ...(key.scope && { keyScope: key.scope }) };
   }
 
   async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot, clientAddress: string): Promise<Identity | null> {
@@ -198,7 +207,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       this.#logger.debug({ sub: user.record.id }, 'password login refused: user disabled');
       return null;
     }
-    return { sub: user.record.id, username: user.username, method: 'pwd' };
+    return { sub: user.record.id, username: user.username, method: 'pwd', roles: current.record.roles ?? [], groups: current.record.groups ?? [] };
   }
 
   #watch(): void {
@@ -224,4 +233,14 @@ function buildSnapshot(data: UsersFileData): Snapshot {
     for (const key of record.apiKeys) byKeyId.set(key.id, { user, key });
   }
   return { byName, byId, byKeyId };
+}
+
+/** A user's roles and groups, narrowed by an API key's scope when the session was opened with one. */
+function grantsOf(roles: readonly string[], groups: readonly string[], scope: KeyScope | undefined): Grants {
+  return {
+    roles: scope?.roles === undefined ? roles : roles.filter((role) => scope.roles!.includes(role)),
+    groups,
+    scopes: scope?.scopes,
+    readOnly: scope?.readOnly ?? false,
+  };
 }

@@ -13,7 +13,7 @@ import { Document, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { writeFileAtomic } from '../files/atomic-write.js';
 import { KEY_ID_PATTERN } from './api-keys.js';
-import { KeyScopeSchema } from './key-scope.js';
+import { KeyScopeSchema, RoleNameSchema, type KeyScope } from './key-scope.js';
 import { isWellFormedPasswordHash } from './passwords.js';
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
@@ -43,6 +43,9 @@ const UserRecordSchema = z.strictObject({
    */
   sessionsNotBefore: isoTime.optional(),
   createdAt: isoTime,
+  /** What the user may do on routes with rules (`routes[].authorize`); tokens carry them. */
+  roles: z.array(RoleNameSchema).optional(),
+  groups: z.array(RoleNameSchema).optional(),
   apiKeys: z.array(ApiKeyRecordSchema).default([]),
 });
 
@@ -99,7 +102,9 @@ export type UsersChangeErrorCode =
   | 'invalid_label'
   | 'duplicate_api_key'
   | 'unknown_api_key'
-  | 'api_key_already_revoked';
+  | 'api_key_already_revoked'
+  | 'invalid_role'
+  | 'invalid_scope';
 
 /** A change the users file cannot take (unknown user, duplicate user, unknown key…). */
 export class UsersChangeError extends Error {
@@ -211,6 +216,8 @@ export interface NewApiKey {
   keyId: string;
   hash: string;
   label?: string;
+  /** Limits the key to part of its owner's power; its roles must be the owner's. */
+  scope?: KeyScope;
 }
 
 export function addApiKey(data: UsersFileData, username: string, key: NewApiKey, now: Date = new Date()): UsersFileData {
@@ -221,11 +228,16 @@ export function addApiKey(data: UsersFileData, username: string, key: NewApiKey,
   if (findApiKey(data, key.keyId)) {
     throw new UsersChangeError('duplicate_api_key', `API key id already in use: ${key.keyId}`);
   }
+  const foreign = (key.scope?.roles ?? []).filter((role) => !(user.roles ?? []).includes(role));
+  if (foreign.length > 0) {
+    throw new UsersChangeError('invalid_scope', `a key can only carry roles its user has; ${username} lacks ${foreign.join(', ')}`);
+  }
   const record: ApiKeyRecord = {
     id: key.keyId,
     hash: key.hash,
     ...(key.label !== undefined ? { label: key.label } : {}),
     createdAt: now.toISOString(),
+    ...(key.scope !== undefined ? { scope: key.scope } : {}),
   };
   return withUser(data, username, { ...user, apiKeys: [...user.apiKeys, record] });
 }
@@ -242,8 +254,21 @@ export function revokeApiKey(data: UsersFileData, keyId: string, now: Date = new
   return withUser(data, found.username, { ...user, apiKeys });
 }
 
-export function isApiKeyActive(key: ApiKeyRecord): boolean {
-  return key.revokedAt === undefined;
+/** Unrevoked, and not past the expiry its scope names. */
+export function isApiKeyActive(key: ApiKeyRecord, now: number = Date.now()): boolean {
+  return key.revokedAt === undefined && (key.scope?.expiresAt === undefined || Date.parse(key.scope.expiresAt) > now);
+}
+
+/** Gives or takes a role; giving one the user has, or taking one they lack, is an error. */
+export function changeRole(data: UsersFileData, username: string, role: string, give: boolean): UsersFileData {
+  const user = getUser(data, username);
+  if (!RoleNameSchema.safeParse(role).success) throw new UsersChangeError('invalid_role', `invalid role name: ${role}`);
+  const current = user.roles ?? [];
+  const has = current.includes(role);
+  if (give === has) throw new UsersChangeError('invalid_role', `${username} ${has ? 'already has' : 'does not have'} the role ${role}`);
+  const roles = give ? [...current, role].sort() : current.filter((r) => r !== role);
+  const { roles: _old, ...rest } = user;
+  return withUser(data, username, roles.length > 0 ? { ...rest, roles } : rest);
 }
 
 function withUser(data: UsersFileData, username: string, user: UserRecord): UsersFileData {

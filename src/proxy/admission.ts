@@ -10,6 +10,7 @@
 // (no promise), and what admission finds is written into the caller's own
 // record instead of an object of its own, so a request allocates nothing here.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { RouteAuthorization } from '../authz/route-authorization.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import { gatehouseError } from '../http/errors.js';
@@ -26,6 +27,8 @@ export interface AdmissionOptions {
   headers: HeaderPolicy;
   /** Counts requests of routes with a `rateLimit`; absent, no route is limited. */
   limits?: RouteLimits;
+  /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
+  authorization?: RouteAuthorization;
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -44,9 +47,11 @@ export class Admission {
   readonly #bearer: BearerAuthenticator;
   readonly #headers: HeaderPolicy;
   readonly #limits: RouteLimits | undefined;
+  readonly #authorization: RouteAuthorization | undefined;
 
   constructor(options: AdmissionOptions) {
     this.#limits = options.limits;
+    this.#authorization = options.authorization;
     this.#routes = options.routes;
     this.#bearer = options.bearer;
     this.#headers = options.headers;
@@ -79,12 +84,15 @@ export class Admission {
       return limited ? this.#takeLimit(route, `address:${this.#headers.clientAddress(req)}`) : undefined;
     }
     const checked = this.#bearer.authenticate(token ?? this.#bearer.presented(req.headers));
+    const method = req.method ?? 'GET';
     if (!(checked instanceof Promise)) {
       record.principal = checked;
+      this.#authorization?.check(route, method, checked);
       return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
     }
     return checked.then((principal) => {
       record.principal = principal;
+      this.#authorization?.check(route, method, principal);
       return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
     });
   }

@@ -3,6 +3,7 @@
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
 import { randomUUID, sign } from 'node:crypto';
 import type { SessionRecord } from '../store/store.js';
+import type { Grants } from '../identity/identity-provider.js';
 import { keyObjectOf } from './key-material.js';
 import type { KeySet } from './keyset.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from './types.js';
@@ -24,7 +25,18 @@ export function canonicalIssuer(issuer: string): string {
 }
 
 /** The claims a session's tokens share; `iat`, `exp`, `jti` and `typ` differ per token. */
-type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr'>;
+type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr' | 'roles' | 'groups' | 'scope' | 'ro'>;
+
+/** The authorization claims of a session's grants; none when the identity carries none. */
+function grantClaims(grants: Grants | undefined): Pick<TokenClaims, 'roles' | 'groups' | 'scope' | 'ro'> {
+  if (grants === undefined) return {};
+  return {
+    roles: [...grants.roles],
+    ...(grants.groups.length > 0 && { groups: [...grants.groups] }),
+    ...(grants.scopes !== undefined && { scope: grants.scopes.join(' ') }),
+    ...(grants.readOnly && { ro: true as const }),
+  };
+}
 
 export class TokenIssuer {
   readonly #keys: KeySet;
@@ -42,7 +54,7 @@ export class TokenIssuer {
   }
 
   /** A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime). */
-  async issueTokenSet(session: SessionRecord, now = Date.now()): Promise<TokenSet> {
+  async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants): Promise<TokenSet> {
     const iat = epochSeconds(now);
     const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS);
     if (refreshExp <= iat) throw new TokenError('session expired');
@@ -52,6 +64,7 @@ export class TokenIssuer {
       sid: session.sid,
       preferred_username: session.username,
       amr: [session.method],
+      ...grantClaims(grants),
     };
     const [accessToken, refreshToken] = await Promise.all([
       this.#sign(claims, 'Bearer', iat, accessExp),
@@ -72,7 +85,7 @@ export class TokenIssuer {
    * Throws TokenError('token expired') when the refresh token has no whole
    * second left (the verifier's clock tolerance can let such a token through).
    */
-  async refreshTokenSet(refresh: TokenClaims, refreshToken: string, now = Date.now()): Promise<TokenSet> {
+  async refreshTokenSet(refresh: TokenClaims, refreshToken: string, now = Date.now(), grants?: Grants): Promise<TokenSet> {
     if (refresh.typ !== 'Refresh') throw new TokenError('wrong token type');
     const iat = epochSeconds(now);
     if (refresh.exp <= iat) throw new TokenError('token expired');
@@ -82,6 +95,8 @@ export class TokenIssuer {
       sid: refresh.sid,
       preferred_username: refresh.preferred_username,
       amr: [...refresh.amr],
+      // The grants as they are now: a role given since the login reaches the session here.
+      ...grantClaims(grants),
     };
     return {
       access_token: await this.#sign(claims, 'Bearer', iat, accessExp),
@@ -107,6 +122,10 @@ export class TokenIssuer {
       sid: claims.sid,
       preferred_username: claims.preferred_username,
       amr: claims.amr,
+      ...(claims.roles !== undefined && { roles: claims.roles }),
+      ...(claims.groups !== undefined && { groups: claims.groups }),
+      ...(claims.scope !== undefined && { scope: claims.scope }),
+      ...(claims.ro !== undefined && { ro: claims.ro }),
       iss: this.#issuer,
       sub: claims.sub,
       aud: this.#audience,

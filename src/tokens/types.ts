@@ -17,6 +17,13 @@ export interface TokenClaims {
   preferred_username: string;
   /** How the login proved the user (RFC 8176 style): `pwd` or `api_key`. */
   amr: AuthMethod[];
+  /** The session's roles and groups when the token was signed (a scoped API key's: narrowed). */
+  roles?: string[];
+  groups?: string[];
+  /** A scoped API key's scopes, space-separated (RFC 8693 4.2); absent: not narrowed by scope. */
+  scope?: string;
+  /** A read-only API key's session: safe methods only. */
+  ro?: true;
 }
 
 /** Spec 2.1: the body of a successful login or refresh. */

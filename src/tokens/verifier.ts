@@ -172,7 +172,21 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     throw new TokenError('malformed token');
   }
   if (!(accept as readonly string[]).includes(typ)) throw new TokenError('wrong token type');
-  return { iss, sub, aud, iat, exp, jti, typ: typ as TokenType, sid, preferred_username, amr };
+  const { roles, groups, scope, ro } = payload;
+  if ((roles !== undefined && !isNameList(roles)) || (groups !== undefined && !isNameList(groups)) || (scope !== undefined && typeof scope !== 'string') || (ro !== undefined && ro !== true)) {
+    throw new TokenError('malformed token');
+  }
+  return {
+    iss, sub, aud, iat, exp, jti, typ: typ as TokenType, sid, preferred_username, amr,
+    ...(roles !== undefined && { roles }),
+    ...(groups !== undefined && { groups }),
+    ...(scope !== undefined && { scope }),
+    ...(ro !== undefined && { ro }),
+  };
+}
+
+function isNameList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
 }
 
 function isNonEmptyString(value: unknown): value is string {

@@ -342,6 +342,9 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         expiresAtMs: expSeconds(tokens.access_token) * 1000,
         sessionStartedAtMs: session.createdAt,
         sessionEndsAtMs: session.expiresAt,
+        roles: [],
+        scopes: undefined,
+        readOnly: false,
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });

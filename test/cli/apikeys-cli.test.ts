@@ -70,7 +70,7 @@ describe('apikeys create', () => {
 
     const alice = (await readUsersFile(usersFile)).users.alice!;
     await withProvider(async (provider) => {
-      await expect(provider.authenticate('alice', key)).resolves.toEqual({ sub: alice.id, username: 'alice', method: 'api_key', apiKeyId: keyId });
+      await expect(provider.authenticate('alice', key)).resolves.toEqual({ sub: alice.id, username: 'alice', method: 'api_key', apiKeyId: keyId, roles: [], groups: [] });
       await expect(provider.authenticate('bob', key)).resolves.toBeNull();
     });
   });

@@ -22,6 +22,7 @@ export interface TestUser {
   disabled?: boolean;
   /** Create this many API keys; their plaintext comes back in `apiKeys`. */
   apiKeys?: number;
+  roles?: string[];
 }
 
 export interface TestGateway {
@@ -55,6 +56,7 @@ export async function writeTestUsers(usersFile: string, users: TestUser[]): Prom
       passwordHash: await hashPassword(user.password, TEST_SCRYPT_PARAMS),
       disabled: user.disabled ?? false,
       createdAt,
+      ...(user.roles && { roles: user.roles }),
       apiKeys: keys.map((k) => ({ id: k.keyId, hash: k.hash, createdAt })),
     };
   }
@@ -91,6 +93,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     requests: { ...overrides.requests },
     limits: { ...overrides.limits },
     tracing: { ...overrides.tracing },
+    authorization: { ...overrides.authorization },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });

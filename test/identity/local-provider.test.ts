@@ -107,7 +107,7 @@ describe('authenticate', () => {
   it('logs a user in with the password', async () => {
     const provider = await open();
     const identity = await provider.authenticate('alice', PASSWORDS.alice);
-    expect(identity).toEqual({ sub: fx.data.users.alice!.id, username: 'alice', method: 'pwd' });
+    expect(identity).toEqual({ sub: fx.data.users.alice!.id, username: 'alice', method: 'pwd', roles: [], groups: [] });
     expect(identity).not.toHaveProperty('apiKeyId');
   });
 
@@ -118,6 +118,8 @@ describe('authenticate', () => {
       username: 'alice',
       method: 'api_key',
       apiKeyId: fx.keys.alice.keyId,
+      roles: [],
+      groups: [],
     });
     await expect(provider.authenticate('bob', fx.keys.bob.key)).resolves.toMatchObject({ username: 'bob', method: 'api_key' });
   });
@@ -225,7 +227,7 @@ describe('live reload', () => {
     expect(code).toBe(0);
     await taken;
     const carol = (await readUsersFile(usersFile)).users.carol!;
-    expect(await provider.authenticate('carol', 'carol-password-1')).toEqual({ sub: carol.id, username: 'carol', method: 'pwd' });
+    expect(await provider.authenticate('carol', 'carol-password-1')).toEqual({ sub: carol.id, username: 'carol', method: 'pwd', roles: [], groups: [] });
     expect(provider.isActive({ sub: carol.id })).toBe(true);
   });
 

@@ -84,6 +84,9 @@ async function principal(username: 'alice' | 'bob', options: { apiKey?: boolean;
     apiKeyId,
     expiresAtMs: Math.min(now + (options.tokenTtlMs ?? 60_000), sessionEndsAtMs),
     sessionEndsAtMs,
+    roles: [],
+    scopes: undefined,
+    readOnly: false,
   };
 }
 

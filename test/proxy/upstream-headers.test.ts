@@ -38,6 +38,9 @@ const ALICE: Principal = {
   method: 'pwd',
   expiresAtMs: Date.now() + 600_000,
   sessionEndsAtMs: Date.now() + 3_600_000,
+  roles: [],
+  scopes: undefined,
+  readOnly: false,
 };
 
 /** What the gateway sets for ALICE. */

@@ -1,0 +1,65 @@
+// Who may use a route: after the bearer check has said who the caller is,
+// the route's rule (or its rule for this method) says whether they may.
+// Roles come from the token, less any the user has lost since it was signed
+// (the identity provider's current grants), so taking a role away stops it
+// on every instance as soon as the users file is read there, as disabling a
+// user does; a role given takes effect with the next refresh. A read-only API
+// key's tokens may only use the safe methods, on every route.
+import type { Principal } from '../auth/principal.js';
+import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { CompiledRoute } from '../proxy/route-table.js';
+
+/** RFC 9110 9.2.1: what a read-only key may still do. */
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+interface Rule {
+  anyRole?: readonly string[] | undefined;
+  allRoles?: readonly string[] | undefined;
+  scopes?: readonly string[] | undefined;
+}
+
+/** RFC 6750 3.1: the challenge of a token that is valid but not enough. */
+function insufficient(reason: string, scopes?: readonly string[]): GatehouseError {
+  const scope = scopes === undefined ? '' : `, scope="${scopes.join(' ')}"`;
+  return gatehouseError('insufficient_scope', {
+    reason,
+    headers: { 'www-authenticate': `Bearer realm="gatehouse", error="insufficient_scope"${scope}` },
+  });
+}
+
+export class RouteAuthorization {
+  readonly #identity: IdentityProvider;
+
+  constructor(identity: IdentityProvider) {
+    this.#identity = identity;
+  }
+
+  /** Throws a 403 GatehouseError when `principal` may not use `route` with `method`; synchronous. */
+  check(route: CompiledRoute, method: string, principal: Principal): void {
+    if (principal.readOnly && !SAFE_METHODS.has(method)) throw insufficient('this API key may only read (GET, HEAD, OPTIONS)');
+    const authorize = route.config.authorize;
+    if (authorize === undefined) return;
+    // HEAD is GET without the body: it follows GET's rule unless it has its own.
+    const rule: Rule = authorize.methods?.[method as 'GET'] ?? (method === 'HEAD' ? authorize.methods?.GET : undefined) ?? authorize;
+    if (rule.anyRole !== undefined || rule.allRoles !== undefined) {
+      const held = this.#heldRoles(principal);
+      if (rule.anyRole !== undefined && !rule.anyRole.some((role) => held.has(role))) {
+        throw insufficient(`needs one of the roles ${rule.anyRole.join(', ')}`);
+      }
+      if (rule.allRoles !== undefined && !rule.allRoles.every((role) => held.has(role))) {
+        throw insufficient(`needs the roles ${rule.allRoles.join(', ')}`);
+      }
+    }
+    // A token not narrowed by scope (a password login) holds every scope.
+    if (rule.scopes !== undefined && principal.scopes !== undefined && !rule.scopes.every((scope) => principal.scopes!.includes(scope))) {
+      throw insufficient(`needs the scopes ${rule.scopes.join(', ')}`, rule.scopes);
+    }
+  }
+
+  /** The token's roles that the user (and the key) still have. */
+  #heldRoles(principal: Principal): ReadonlySet<string> {
+    const current = this.#identity.grants(principal)?.roles ?? [];
+    return new Set(principal.roles.filter((role) => current.includes(role)));
+  }
+}
