@@ -1,11 +1,12 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, flood, limits (all by default), and builds
+// Sections: auth, proxy, engines, async, memory, credentials, json, flood, limits, authz (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
+import { runAuthzSection } from './authz.js';
 import { runBuildsSection } from './builds.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
@@ -27,6 +28,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   builds: runBuildsSection,
   flood: runFloodSection,
   limits: runLimitsSection,
+  authz: runAuthzSection,
 };
 /** Sections that run only when named: they need something from the caller. */
 const ON_REQUEST = new Set(['builds']);

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuthService } from './auth/auth-service.js';
 import { RouteAuthorization } from './authz/route-authorization.js';
+import { CorsPolicy } from './cors/cors-policy.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
@@ -174,7 +175,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
   const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup, telemetry });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, (req) => headers.clientAddress(req));
+  const cors = new CorsPolicy({ gateway: config.cors, routes: () => routes });
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, (req) => headers.clientAddress(req), cors);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,

@@ -57,6 +57,8 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
         passwordHash: await hashPassword(BENCH_PASSWORD),
         disabled: false,
         createdAt,
+        // For route rules (bench/authz.ts): harmless where no route has one.
+        roles: ['reader'],
         apiKeys: [{ id: keyId, hash, createdAt }],
       },
     },

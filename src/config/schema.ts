@@ -164,6 +164,23 @@ export const AuthorizeSchema = z.strictObject({
   methods: z.partialRecord(z.enum(HTTP_METHODS), AccessRuleSchema).optional(),
 });
 
+/**
+ * Cross-origin access for browser applications (the Fetch standard's CORS
+ * protocol): which origins may call, with which methods and headers, and
+ * which response headers their scripts may read. Exact origins, or a pattern
+ * with one `*` for a subdomain label (`https://*.example.com`).
+ */
+export const CorsSchema = z.strictObject({
+  allowedOrigins: z
+    .array(z.string().regex(/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'must be an origin (scheme://host[:port]), optionally https://*.example.com' }))
+    .min(1),
+  allowedMethods: z.array(z.enum(HTTP_METHODS)).min(1).default(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  allowedHeaders: z.array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).default(['authorization', 'content-type', 'x-request-id']),
+  exposedHeaders: z.array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).default(['location', 'retry-after', 'x-request-id']),
+  allowCredentials: z.boolean().default(false),
+  maxAgeS: z.number().int().min(0).max(86_400).default(600),
+});
+
 /** The roles and scopes route rules may name: a rule naming another one is a typo, refused at load. */
 export const AuthorizationSchema = z.strictObject({
   roles: z.array(RoleNameSchema).default([]),
@@ -206,6 +223,8 @@ export const RouteSchema = z.strictObject({
   maxUpstreamConnections: positiveInt.optional(),
   /** Absent: no limit, and the route's requests cost nothing extra. Shared by every instance through the store. */
   rateLimit: RateLimitSchema.optional(),
+  /** Browser applications on other origins that may call this route. */
+  cors: CorsSchema.optional(),
   /** Roles or scopes a caller needs (403 otherwise); only on routes with `auth: required`. */
   authorize: AuthorizeSchema.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
@@ -378,6 +397,8 @@ export const ConfigSchema = z
   limits: LimitsSchema.prefault({}),
   tracing: TracingSchema.prefault({}),
   authorization: AuthorizationSchema.prefault({}),
+  /** Browser applications on other origins that may call the gateway's own endpoints (login, refresh, token, status). */
+  cors: CorsSchema.optional(),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
@@ -400,6 +421,7 @@ export type AdminConfig = Config['admin'];
 export type StoreConfig = Config['store'];
 export type IdentityConfig = Config['identity'];
 export type TokensConfig = Config['tokens'];
+export type CorsConfig = z.infer<typeof CorsSchema>;
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
 export type RequestsConfig = Config['requests'];

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import type { CorsPolicy } from '../cors/cors-policy.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
 import { redactUrl } from '../observability/redact-url.js';
@@ -63,6 +64,7 @@ export function publicListener(
   drain: Drain,
   telemetry: RequestTelemetry,
   clientAddress: (req: IncomingMessage) => string,
+  cors?: CorsPolicy,
 ): FastifyInstance {
   const { trustedProxies, apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
   const app = Fastify({
@@ -72,6 +74,8 @@ export function publicListener(
       // deadline and minimum rate (limits/body-guard.ts); the gateway's own
       // endpoints get theirs here.
       const server = createServer(arrivalTimeouts(headersTimeoutMs, 0), (req, res) => {
+        // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
+        if (cors?.handle(req, res) === true) return;
         if (isGatewayPath(req.url ?? '/')) {
           armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
           fastify(req, res);

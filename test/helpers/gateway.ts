@@ -94,6 +94,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     limits: { ...overrides.limits },
     tracing: { ...overrides.tracing },
     authorization: { ...overrides.authorization },
+    ...(overrides.cors !== undefined && { cors: overrides.cors }),
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });
