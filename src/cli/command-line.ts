@@ -2,10 +2,10 @@
 // command's `--help` is answered before the config is read, so help works
 // with a broken config too; every outcome goes through runCli (command.ts),
 // which gives the exit codes: 0, 1 runtime, 2 usage, 78 config.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadCheckedConfig } from '../config/check.js';
 import { loadConfig, type LoadConfigOptions } from '../config/load.js';
+import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
 import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
 import {
@@ -127,18 +127,13 @@ function splitConfigOption(argv: readonly string[]): { file: string | undefined;
   return { file, args };
 }
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
-
 /** Runs `gatehouse …`; the exit code, or KEEPS_RUNNING. */
 export function runCommandLine(argv: readonly string[], io: ProcessIo): Promise<number> {
   return runCli('', io, async () => {
     const { file, args } = splitConfigOption(argv);
     const [first, ...rest] = args;
     if (first === '--version' || first === '-v') {
-      writeLine(io.stdout, version());
+      writeLine(io.stdout, GATEHOUSE_VERSION);
       return EXIT_OK;
     }
     if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
