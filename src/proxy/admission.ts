@@ -97,6 +97,16 @@ export class Admission {
     });
   }
 
+  /** Whether the route's rule (or a read-only key) still lets `principal` use `method`: open tunnels ask again when users change. */
+  allows(route: CompiledRoute, method: string, principal: Principal): boolean {
+    try {
+      this.#authorization?.check(route, method, principal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   #takeLimit(route: CompiledRoute, who: string): Promise<void> {
     return this.#limits!.take(route, route.config.rateLimit!, who);
   }

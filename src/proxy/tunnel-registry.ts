@@ -17,13 +17,15 @@ import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../auth/principal.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 
-export type TunnelEnd = 'session ended' | 'user or API key no longer active' | 'token expired' | 'gateway stopping';
+export type TunnelEnd = 'session ended' | 'user or API key no longer active' | 'access revoked' | 'token expired' | 'gateway stopping';
 
 export interface Tunnel {
   /** Who opened it; null on an `auth: none` route (such a tunnel ends only with the gateway). */
   readonly principal: Principal | null;
   /** Closes both sides. Called once at most, after the registry has forgotten the tunnel. */
   end(reason: TunnelEnd): void;
+  /** Whether its route's rule still lets the principal in (a role may have been taken away); absent: always. */
+  stillAllowed?(): boolean;
 }
 
 export interface TunnelRegistryOptions {
@@ -110,11 +112,12 @@ export class TunnelRegistry {
     for (const tunnel of [...tunnels]) this.#end(tunnel, 'session ended');
   }
 
-  /** The users changed: every tunnel whose user or API key is no longer active ends. */
+  /** The users changed: every tunnel whose user or API key is no longer active, or whose route's rule no longer admits it, ends. */
   #recheckIdentities(): void {
     for (const tunnel of [...this.#open.keys()]) {
       const { principal } = tunnel;
       if (principal !== null && !this.#identity.isActive(principal)) this.#end(tunnel, 'user or API key no longer active');
+      else if (tunnel.stillAllowed !== undefined && !tunnel.stillAllowed()) this.#end(tunnel, 'access revoked');
     }
   }
 

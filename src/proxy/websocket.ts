@@ -216,7 +216,12 @@ export class WebSocketProxy {
     this.#accessLog(upgrade, 'open');
     relay(client, upstream);
     const accepted = client;
-    const tunnel: Tunnel = { principal: upgrade.principal ?? null, end: (reason) => endTunnel(accepted, upstream, reason) };
+    const { principal, route } = upgrade;
+    const tunnel: Tunnel = {
+      principal: principal ?? null,
+      end: (reason) => endTunnel(accepted, upstream, reason),
+      ...(principal && route && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal) }),
+    };
     const forget = this.#tunnels.add(tunnel, upgrade.route?.config.closeWebSocketOnExpiry ?? true);
     accepted.once('close', () => {
       forget();
