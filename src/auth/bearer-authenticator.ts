@@ -3,30 +3,30 @@
 // proxy/admission.ts), the status endpoint, logout and refresh (through the
 // AuthService) — so there is one answer to "is this token's session alive".
 //
-// A token is admitted when it verifies (signature, issuer, audience, expiry,
-// type), the store still holds its session for the same user, and the user
-// is enabled and, for an API-key login, the key unrevoked. A token admitted
+// A token is admitted when its mode's first check passes (token-check.ts: in
+// local mode it verifies and the store still holds its session for the same
+// user), its session was not revoked meanwhile, and the user is enabled and,
+// for an API-key login, the key unrevoked. A token admitted
 // before is answered from memory, synchronously (no promise, no store round
 // trip, no allocation); only the user and key are checked again on such a
 // hit (in-memory lookups), so a disabled user or a revoked key stops at once.
 // Revocations reach the cache through the store's feed (token-cache.ts).
 import type { Logger } from 'pino';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerToken } from './bearer.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
-import type { SessionRecord, Store } from '../store/store.js';
-import { storeUnavailable } from '../store/store-unavailable.js';
-import { TokenError, type TokenClaims, type TokenType } from '../tokens/types.js';
+import type { Store } from '../store/store.js';
+import { TokenError, type TokenClaims } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import { bearerChallenge } from './bearer.js';
 import type { Principal } from './principal.js';
+import { SESSION_ENDED, SessionTokenCheck, type TokenCheck } from './token-check.js';
 import { VerifiedTokenCache } from './token-cache.js';
 
-export interface BearerAuthenticatorOptions {
-  verifier: TokenVerifier;
+interface CommonOptions {
   store: Store;
   identity: IdentityProvider;
   /** How many verified tokens are remembered (`tokens.cacheMaxEntries`). */
@@ -38,18 +38,17 @@ export interface BearerAuthenticatorOptions {
   now?: () => number;
 }
 
+/** Local mode names the verifier (tokens Gatehouse signed); another mode brings its own first check. */
+export type BearerAuthenticatorOptions = CommonOptions & ({ verifier: TokenVerifier } | { check: TokenCheck });
+
 type Incrementer = { inc(): void };
 const NO_COUNT: Incrementer = { inc() {} };
 
-/** Spec 5.9: a refresh token is a bearer token too. */
-const BEARER_TYPES: readonly TokenType[] = ['Bearer', 'Refresh'];
-
-export const SESSION_ENDED = 'session ended';
-const NO_ROLES: readonly string[] = Object.freeze([]);
+export { SESSION_ENDED };
 export const INACTIVE = 'user or API key no longer active';
 
 export class BearerAuthenticator {
-  readonly #verifier: TokenVerifier;
+  readonly #check: TokenCheck;
   readonly #store: Store;
   readonly #identity: IdentityProvider;
   readonly #logger: Logger;
@@ -71,7 +70,7 @@ export class BearerAuthenticator {
     this.#metrics = options.metrics;
     this.#hits = options.metrics?.tokenCache.labels('hit') ?? NO_COUNT;
     this.#misses = options.metrics?.tokenCache.labels('miss') ?? NO_COUNT;
-    this.#verifier = options.verifier;
+    this.#check = 'check' in options ? options.check : new SessionTokenCheck(options.verifier, options.store);
     this.#store = options.store;
     this.#identity = options.identity;
     this.#logger = options.logger.child({ component: 'bearer-auth' });
@@ -151,43 +150,19 @@ export class BearerAuthenticator {
     const epoch = this.#cache.epoch;
     const startedAt = this.#now();
 
-    let claims: TokenClaims;
+    let principal: Principal;
     try {
-      claims = verified ?? (await this.#verifier.verify(token, BEARER_TYPES));
+      principal = await this.#check.check(token, verified);
     } catch (error) {
-      throw this.#refused(error instanceof TokenError ? error.reason : 'invalid bearer token', undefined, error);
-    }
-    // Already known to be over: no need to ask the store.
-    if (this.#cache.wasRevoked(claims.sid)) throw this.#refused(SESSION_ENDED, claims);
-
-    let session: SessionRecord | null;
-    try {
-      session = await this.#store.getSession(claims.sid);
-    } catch (error) {
-      throw storeUnavailable(error);
+      // The check could not be made (store or provider down): not the token's fault, not a 401.
+      if (isGatehouseError(error) && error.code !== 'invalid_bearer_token') throw error;
+      const reason = error instanceof TokenError ? error.reason : isGatehouseError(error) ? error.reason : 'invalid bearer token';
+      throw this.#refused(reason, undefined, error);
     }
     // The store may have read the session just before a revocation that we
     // have heard of since: the revocation wins, sessions never come back.
-    if (session === null || session.sub !== claims.sub || this.#cache.wasRevoked(claims.sid)) {
-      throw this.#refused(SESSION_ENDED, claims);
-    }
-    // Frozen: every later hit hands out this very object.
-    const principal: Principal = Object.freeze({
-      sub: claims.sub,
-      username: claims.preferred_username,
-      sid: claims.sid,
-      tokenType: claims.typ,
-      method: session.method,
-      // Always present, undefined or not: one object shape for every principal keeps the hit path monomorphic.
-      apiKeyId: session.apiKeyId,
-      expiresAtMs: claims.exp * 1000,
-      sessionStartedAtMs: session.createdAt,
-      sessionEndsAtMs: session.expiresAt,
-      roles: claims.roles ?? NO_ROLES,
-      scopes: claims.scope === undefined ? undefined : claims.scope.split(' ').filter(Boolean),
-      readOnly: claims.ro === true,
-    });
-    if (!this.#identity.isActive(principal)) throw this.#refused(INACTIVE, claims);
+    if (this.#cache.wasRevoked(principal.sid)) throw this.#refused(SESSION_ENDED, principal);
+    if (!this.#identity.isActive(principal)) throw this.#refused(INACTIVE, principal);
     this.#cache.remember(token, principal, epoch, startedAt);
     return principal;
   }
@@ -207,7 +182,7 @@ export class BearerAuthenticator {
   }
 
   /** A 401 with its challenge; the reason goes to the debug log, the token never does. */
-  #refused(reason: string, who?: Pick<TokenClaims, 'sid' | 'sub'>, cause?: unknown): GatehouseError {
+  #refused(reason: string, who?: Pick<Principal, 'sid' | 'sub'>, cause?: unknown): GatehouseError {
     // Reasons are the verifier's and this module's fixed texts: a bounded label.
     this.#metrics?.authRefusals.inc({ reason });
     this.#logger.debug({ event: 'bearer_refused', reason, ...(who && { sid: who.sid, sub: who.sub }) }, 'bearer token refused');
