@@ -28,6 +28,8 @@ export class MemoryStore implements Store {
   /** sub → its sessions' sids, oldest first. */
   private readonly sessionsByUser = new Map<string, Set<string>>();
   private readonly requests = new Map<string, { record: RequestRecord; expiresAt: number }>();
+  /** Provider sessions ended here: sid → until when (epoch ms). Bounded like sessions. */
+  private readonly endedProviderSessions = new Map<string, number>();
   private readonly maxSessionsPerUser: number;
   private readonly maxSessions: number;
   private readonly maxRequests: number;
@@ -160,6 +162,23 @@ export class MemoryStore implements Store {
 
   async ping(): Promise<void> {}
 
+  async endProviderSession(sid: string, untilMs: number): Promise<void> {
+    if (untilMs <= Date.now()) return;
+    this.endedProviderSessions.delete(sid);
+    this.endedProviderSessions.set(sid, untilMs);
+    // The oldest end first; an entry that goes early lets at most one token live out its remaining lifetime.
+    if (this.endedProviderSessions.size > this.maxSessions) {
+      this.endedProviderSessions.delete(this.endedProviderSessions.keys().next().value as string);
+      this.evicted.sessions += 1;
+    }
+    this.revocations.emit(sid);
+  }
+
+  async providerSessionEnded(sid: string): Promise<boolean> {
+    const untilMs = this.endedProviderSessions.get(sid);
+    return untilMs !== undefined && untilMs > Date.now();
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.revocations.clear();
@@ -180,6 +199,9 @@ export class MemoryStore implements Store {
     const now = Date.now();
     for (const session of this.sessions.values()) {
       if (session.expiresAt <= now) this.forgetSession(session);
+    }
+    for (const [sid, untilMs] of this.endedProviderSessions) {
+      if (untilMs <= now) this.endedProviderSessions.delete(sid);
     }
     for (const [id, entry] of this.requests) {
       if (entry.expiresAt <= now) this.requests.delete(id);

@@ -152,6 +152,19 @@ export class RedisStore implements Store {
     return true;
   }
 
+  async endProviderSession(sid: string, untilMs: number): Promise<void> {
+    const ttlMs = Math.ceil(untilMs - Date.now());
+    if (ttlMs <= 0) return;
+    await this.run(() => this.client.set(this.endedProviderSessionKey(sid), '1', 'PX', ttlMs));
+    // Written before it is announced: an instance that hears of it and checks finds it.
+    await this.run(() => this.client.publish(this.feed.revocationChannel, sid));
+    this.feed.revocations.emit(sid);
+  }
+
+  async providerSessionEnded(sid: string): Promise<boolean> {
+    return (await this.run(() => this.client.exists(this.endedProviderSessionKey(sid)))) === 1;
+  }
+
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.feed.revocations.add(listener);
   }
@@ -298,6 +311,10 @@ export class RedisStore implements Store {
   }
 
   /** A user's sessions, by creation time; the `{sub}` hash tag gives each user's set one Cluster slot. */
+  private endedProviderSessionKey(sid: string): string {
+    return `${this.keyPrefix}ended-session:{${sid}}`;
+  }
+
   private userSessionsKey(sub: string): string {
     return `${this.keyPrefix}user-sessions:{${sub}}`;
   }

@@ -92,6 +92,16 @@ export interface Store {
   onSessionRevoked(listener: RevocationListener): () => void;
 
   /**
+   * Ends, here, a session that lives elsewhere (at a fronted OpenID Provider,
+   * whose tokens Gatehouse verifies but did not issue): tokens naming `sid`
+   * are refused until `untilMs`, when they have run out anyway. Announced to
+   * every instance like a revocation (`onSessionRevoked`).
+   */
+  endProviderSession(sid: string, untilMs: number): Promise<void>;
+  /** True when `endProviderSession` ended `sid` and its time is not over. */
+  providerSessionEnded(sid: string): Promise<boolean>;
+
+  /**
    * Called when the feed of revocations from other instances was interrupted
    * and is flowing again (a Redis reconnect): revocations may have been missed
    * meanwhile, so anything cached on the strength of them must be dropped.

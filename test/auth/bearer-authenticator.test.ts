@@ -87,6 +87,14 @@ class CountingStore implements Store {
     return this.#inner.onSessionRevoked(listener);
   }
 
+  endProviderSession(sid: string, untilMs: number): Promise<void> {
+    return this.#inner.endProviderSession(sid, untilMs);
+  }
+
+  providerSessionEnded(sid: string): Promise<boolean> {
+    return this.#inner.providerSessionEnded(sid);
+  }
+
   onRevocationFeedResumed(listener: () => void): () => void {
     const offInner = this.#inner.onRevocationFeedResumed(listener);
     const offOwn = this.#feedResumed.add(listener);

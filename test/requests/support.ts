@@ -95,6 +95,14 @@ export class TestStore implements Store {
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.inner.onSessionRevoked(listener);
   }
+  async endProviderSession(sid: string, untilMs: number): Promise<void> {
+    this.#check();
+    return this.inner.endProviderSession(sid, untilMs);
+  }
+  async providerSessionEnded(sid: string): Promise<boolean> {
+    this.#check();
+    return this.inner.providerSessionEnded(sid);
+  }
   revocationFeedInterrupted(): boolean {
     return this.inner.revocationFeedInterrupted?.() === true;
   }
