@@ -7,13 +7,13 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { AuthService } from './auth/auth-service.js';
+import type { Authentication } from './auth/auth-service.js';
+import { createAuthentication } from './auth/create-authentication.js';
 import { RouteAuthorization } from './authz/route-authorization.js';
 import { CorsPolicy } from './cors/cors-policy.js';
 import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
-import { LoginAudit } from './auth/login-audit.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { ConfigReloader } from './config/reload.js';
 import type { Config } from './config/schema.js';
@@ -25,7 +25,6 @@ import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/local-provider.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
-import { LoginThrottle } from './limits/login-throttle.js';
 import { RouteLimits } from './limits/route-limits.js';
 import { healthRoutes } from './observability/health.js';
 import { createLogger } from './observability/logger.js';
@@ -54,9 +53,8 @@ import { statusRoutes } from './requests/status-routes.js';
 import { UpstreamReconciler } from './requests/upstream-reconciler.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
-import { canonicalIssuer, TokenIssuer } from './tokens/issuer.js';
+import { canonicalIssuer } from './tokens/issuer.js';
 import { loadKeySet, type KeySet } from './tokens/keyset.js';
-import { TokenVerifier } from './tokens/verifier.js';
 import { wellKnownRoutes } from './tokens/well-known-routes.js';
 
 export interface GatewayOptions {
@@ -84,7 +82,7 @@ export interface Gateway {
   readonly store: Store;
   readonly identity: IdentityProvider;
   readonly keys: KeySet;
-  readonly auth: AuthService;
+  readonly auth: Authentication;
   readonly bearer: BearerAuthenticator;
   readonly metrics: Metrics;
   /** Where every login's password hashing waits for its turn. */
@@ -123,21 +121,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     readOnly: options.readOnlyKeys ?? false,
     watch: true,
   });
-  const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
-  const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
-  const bearer = new BearerAuthenticator({ verifier, store, identity, maxEntries: config.tokens.cacheMaxEntries, logger, metrics });
   const limiters = new LimiterFactory(store, config.store.keyPrefix);
-  const auth = new AuthService({
-    identity,
-    store,
-    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
-    verifier,
-    bearer,
-    refreshTokenTtlS,
-    logger,
-    throttle: new LoginThrottle(config.limits.login, limiters),
-    audit: new LoginAudit(logger, metrics),
-  });
+  // Local tokens, or a fronted OpenID Provider's: the one bearer rule either way.
+  const authentication = createAuthentication({ config, identity, store, keys, limiters, logger, metrics });
+  const { auth, bearer } = authentication;
   const requests = new RequestTracker({
     store,
     metrics,
@@ -185,9 +172,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   passwordHashing.on('refused', () => metrics.throttled.inc({ limit: 'password_hashing' }));
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
-  await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
-  await app.register(tokenEndpoint, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
+  // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
+  if (authentication.local) {
+    await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
+    await app.register(tokenEndpoint, { auth: authentication.local, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
+  }
   await app.register(statusRoutes, {
     bearer,
     tracker: requests,
@@ -213,7 +203,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.admin.enabled) {
     admin = adminListener(config, logger);
     await admin.register(errorHandler);
-    await admin.register(healthRoutes, { store, drain });
+    await admin.register(healthRoutes, { store, drain, ...(authentication.ready && { identityReady: authentication.ready }) });
     // A cluster worker's scrape answers with the sum over every worker.
     await admin.register(metricsRoute, { metrics, ...(cluster.isWorker && { scrape: workerScrape(metrics.registry) }) });
     await admin.register(internalRoutes, {
@@ -261,7 +251,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();
-      bearer.close();
+      authentication.close();
       keys.close();
       await identity.close();
       if (ownStore) await store.close();

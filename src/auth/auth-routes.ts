@@ -2,12 +2,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { traceOf } from '../observability/trace-context.js';
-import type { AttemptContext, AuthService } from './auth-service.js';
+import type { AttemptContext, Authentication } from './auth-service.js';
 import { bearerToken } from './bearer.js';
 import type { TokenSet } from '../tokens/types.js';
 
 export interface AuthRoutesOptions {
-  auth: AuthService;
+  auth: Authentication;
   bodyLimitBytes: number;
 }
 
@@ -66,7 +66,8 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
 
   // Ends the session of the bearer token (access or refresh): no body needed.
   app.post('/api/v1/auth/logout', { bodyLimit: bodyLimitBytes }, async (request, reply) => {
-    await auth.logout(await auth.authenticateBearer(bearerToken(request.headers)));
+    const token = bearerToken(request.headers);
+    await auth.logout(await auth.authenticateBearer(token), token);
     return reply.code(204).send();
   });
 }

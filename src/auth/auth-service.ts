@@ -22,6 +22,16 @@ export interface AttemptContext {
   traceId?: string;
 }
 
+/** What the spec's endpoints ask of login, whichever identity mode answers (local here, a fronted provider in oidc/). */
+export interface Authentication {
+  login(username: string, password: string, context: AttemptContext): Promise<TokenSet>;
+  refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet>;
+  /** A bearer token (access or refresh, spec 5.9) of a session that is still active. */
+  authenticateBearer(token: string): Promise<Principal>;
+  /** Ends the session of `principal`, who presented `token`. */
+  logout(principal: Principal, token: string): Promise<void>;
+}
+
 export interface AuthServiceDeps {
   identity: IdentityProvider;
   store: Store;
@@ -37,7 +47,7 @@ export interface AuthServiceDeps {
 
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
 
-export class AuthService {
+export class AuthService implements Authentication {
   readonly #deps: AuthServiceDeps;
 
   constructor(deps: AuthServiceDeps) {
@@ -49,12 +59,7 @@ export class AuthService {
     const { identity, store, issuer, refreshTokenTtlS, throttle, audit } = this.#deps;
     const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
     const facts = { method, address: context.address, requestId: context.requestId, traceId: context.traceId, ...(identity.hasUser(username) && { username }) };
-    try {
-      await throttle.checkLogin(username, context.address);
-    } catch (error) {
-      if (isGatehouseError(error) && error.code === 'too_many_requests') audit.record('throttled', facts);
-      throw error;
-    }
+    await audit.throttleChecked(() => throttle.checkLogin(username, context.address), facts);
     const who = await identity.authenticate(username, password, { clientAddress: context.address });
     if (!who) {
       const lockout = await throttle.loginFailed(username, context.address);
@@ -83,12 +88,7 @@ export class AuthService {
   async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
     const { throttle, audit } = this.#deps;
     const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
-    try {
-      await throttle.checkRefresh(context.address);
-    } catch (error) {
-      if (isGatehouseError(error) && error.code === 'too_many_requests') audit.record('throttled', facts);
-      throw error;
-    }
+    await audit.throttleChecked(() => throttle.checkRefresh(context.address), facts);
     let claims: TokenClaims | undefined;
     try {
       claims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);

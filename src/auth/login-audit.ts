@@ -3,6 +3,7 @@
 // A username is written only when it names an existing user: what a refused
 // login typed into the username field may be a password.
 import type { Logger } from 'pino';
+import { isGatehouseError } from '../http/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export type LoginMethod = 'password' | 'api_key' | 'refresh';
@@ -42,5 +43,15 @@ export class LoginAudit {
     if (outcome === 'throttled') this.#metrics?.throttled.inc({ limit: facts.method === 'refresh' ? 'refresh' : 'login' });
     const level = outcome === 'success' ? 'info' : 'warn';
     this.#logger[level]({ event: 'audit', outcome, ...facts }, MESSAGES[outcome](facts.method));
+  }
+
+  /** Runs a throttle's check; a refusal (429) is recorded as throttled before it is thrown on. */
+  async throttleChecked(check: () => Promise<void>, facts: AuditFacts): Promise<void> {
+    try {
+      await check();
+    } catch (error) {
+      if (isGatehouseError(error) && error.code === 'too_many_requests') this.record('throttled', facts);
+      throw error;
+    }
   }
 }

@@ -4,7 +4,8 @@
 // which gives the exit codes: 0, 1 runtime, 2 usage, 78 config.
 import { parseArgs } from 'node:util';
 import { loadCheckedConfig } from '../config/check.js';
-import { loadConfig, type LoadConfigOptions } from '../config/load.js';
+import { ConfigError, configFilePath, loadConfig, type LoadConfigOptions } from '../config/load.js';
+import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
 import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
@@ -78,14 +79,20 @@ const COMMANDS: Record<string, Command> = {
   },
   users: groupCommand(USERS_COMMANDS, (io, config) => {
     const { identity, store } = loadConfig(config);
-    return { ...io, usersFile: identity.usersFile, store };
+    return { ...io, usersFile: usersFileOf(identity, config), store };
   }),
-  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => ({ ...io, usersFile: loadConfig(config).identity.usersFile })),
+  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => ({ ...io, usersFile: usersFileOf(loadConfig(config).identity, config) })),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const { tokens } = loadConfig(config);
     return { ...io, keysFile: tokens.keysFile, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
   }),
 };
+
+/** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */
+function usersFileOf(identity: IdentityConfig, config: LoadConfigOptions): string {
+  if (identity.provider === 'local') return identity.usersFile;
+  throw new ConfigError(configFilePath(config), ['identity.provider: users and API keys are managed at the OpenID Provider when it is oidc; this command needs local']);
+}
 
 function usage(): string {
   const commands = Object.values(COMMANDS).flatMap((command) => command.lines.map(([synopsis, summary]) => [`  ${synopsis}`, summary]));

@@ -143,7 +143,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
     return { config: undefined, problems, files, label };
   }
   const config = result.data;
-  config.identity.usersFile = files.usersFile!;
+  if (config.identity.provider === 'local') config.identity.usersFile = files.usersFile!;
   config.tokens.keysFile = files.keysFile!;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
   return { config: deepFreeze(config), problems: [], files, label };

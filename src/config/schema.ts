@@ -77,8 +77,8 @@ const LocalIdentitySchema = z.strictObject({
 
 /**
  * An OpenID Provider that Gatehouse fronts (`identity.provider: oidc`): login
- * and refresh go to its token endpoint, bearer tokens are checked against its keys.
- * Not yet selectable in `identity`: the login path does not call it yet.
+ * and refresh go to its token endpoint, bearer tokens are checked against its
+ * keys (access tokens) or its introspection (refresh tokens, spec 5.9).
  */
 export const OidcIdentitySchema = z.strictObject({
   provider: z.literal('oidc'),
@@ -96,6 +96,12 @@ export const OidcIdentitySchema = z.strictObject({
     username: z.string().min(1).default('preferred_username'),
     roles: z.string().min(1).default('roles'),
     groups: z.string().min(1).default('groups'),
+    /**
+     * The provider's session id (Keycloak's `sid`, in every token of a login):
+     * a logout at the gateway ends every token naming it. A token without it
+     * is its own session.
+     */
+    session: z.string().min(1).default('sid'),
   }).prefault({}),
   /** `refresh_expires_in` to answer when the provider leaves it out (its refresh-token lifetime, in seconds). */
   refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
@@ -108,7 +114,7 @@ export const OidcIdentitySchema = z.strictObject({
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
 
-export const IdentitySchema = z.discriminatedUnion('provider', [LocalIdentitySchema]);
+export const IdentitySchema = z.discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema]);
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 

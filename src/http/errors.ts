@@ -52,6 +52,7 @@ export const ERRORS = {
   // A fronted OpenID Provider failed: never 401, the user's password is not the problem.
   identity_provider_unreachable: { status: 502, message: 'The identity provider cannot be reached. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider unreachable' },
   identity_provider_invalid_response: { status: 502, message: 'The identity provider answered unexpectedly. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider answered garbage' },
+  identity_provider_not_ready: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the identity provider keys are not held yet' },
   identity_provider_timeout: { status: 504, message: 'The identity provider did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider timed out' },
   internal_error: { status: 500, message: 'An internal error occurred. Please retry later.', oauthError: 'server_error', reason: 'internal error' },
 } as const satisfies Record<string, ErrorDefinition>;

@@ -34,8 +34,11 @@ export interface Grants {
   readOnly: boolean;
 }
 
-/** Whose session is asked about; `sessionStartedAtMs` when the caller knows the session. */
-export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined };
+/**
+ * Whose session is asked about; `sessionStartedAtMs` when the caller knows the
+ * session, `roles` as its token carries them.
+ */
+export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined; roles?: readonly string[] | undefined };
 
 export interface IdentityProvider {
   /**

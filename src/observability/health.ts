@@ -1,6 +1,6 @@
 // The admin listener's health endpoints. Liveness says the process serves;
-// readiness says it can do its job, which needs the store and a gateway that
-// is not stopping.
+// readiness says it can do its job, which needs the store, a gateway that
+// is not stopping and, fronting an OpenID Provider, the provider's keys.
 import type { FastifyInstance } from 'fastify';
 import type { Drain } from '../http/drain.js';
 import { sendError } from '../http/error-handler.js';
@@ -8,16 +8,29 @@ import { gatehouseError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 
-export async function healthRoutes(app: FastifyInstance, options: { store: Store; drain: Drain }): Promise<void> {
+export interface HealthOptions {
+  store: Store;
+  drain: Drain;
+  /** Fronting an OpenID Provider: resolves once its keys are held, so tokens can be checked. */
+  identityReady?: () => Promise<void>;
+}
+
+export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (request, reply) => {
     if (options.drain.active) return sendError(reply, gatehouseError('shutting_down'));
     try {
       await options.store.ping();
-      return { status: 'ready', store: options.store.kind };
     } catch (error) {
       request.log.warn({ err: error }, 'not ready: the store does not answer');
       return sendError(reply, storeUnavailable(error));
     }
+    try {
+      await options.identityReady?.();
+    } catch (error) {
+      request.log.warn({ err: error }, 'not ready: the OpenID Provider keys are not held yet');
+      return sendError(reply, gatehouseError('identity_provider_not_ready', { cause: error }));
+    }
+    return { status: 'ready', store: options.store.kind };
   });
 }

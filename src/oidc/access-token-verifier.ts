@@ -2,8 +2,10 @@
 // trip: the signature is checked against the provider's key set (JWKS), which
 // jose's remote key set keeps cached, refetches when a token names an unknown
 // `kid` (at most once per cooldown, one fetch shared by concurrent callers),
-// and bounds in time. The claims the config names become the Identity.
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+// and bounds in time. When a refetch fails (the provider down), the last good
+// keys still verify: a provider outage must not log everybody out. The
+// claims the config names become the Identity.
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { OidcIdentityConfig } from '../config/schema.js';
 import { gatehouseError } from '../http/errors.js';
 import type { Identity } from '../identity/identity-provider.js';
@@ -17,10 +19,14 @@ export interface ProviderTokenVerifierOptions {
   cooldownMs?: number;
 }
 
-/** What a verified provider token says: who, and until when. */
+/** What a verified provider token says: who, until when, in which provider session, with which scopes. */
 export interface VerifiedProviderToken {
   identity: Identity;
   expiresAtMs: number;
+  /** The provider's session id (`claims.session`), when the token names one. */
+  session?: string;
+  /** The token's `scope`, split; undefined when it has none. */
+  scopes?: string[];
 }
 
 const DEFAULT_COOLDOWN_MS = 30_000;
@@ -28,6 +34,10 @@ const DEFAULT_COOLDOWN_MS = 30_000;
 export class ProviderTokenVerifier {
   readonly #keys: ReturnType<typeof createRemoteJWKSet>;
   readonly #options: ProviderTokenVerifierOptions;
+  /** The remote set, falling back to the last keys it fetched when a refetch fails. */
+  readonly #getKey: JWTVerifyGetKey;
+  /** Called when a refetch failed and the last good keys were used instead. */
+  onStaleKeys: ((error: unknown) => void) | undefined;
 
   constructor(options: ProviderTokenVerifierOptions) {
     this.#options = options;
@@ -35,6 +45,16 @@ export class ProviderTokenVerifier {
       cooldownDuration: options.cooldownMs ?? DEFAULT_COOLDOWN_MS,
       timeoutDuration: options.settings.timeoutMs,
     });
+    this.#getKey = async (header, token) => {
+      try {
+        return await this.#keys(header, token);
+      } catch (error) {
+        const lastGood = this.#keys.jwks();
+        if (!isFetchFailure(error) || lastGood === undefined) throw error;
+        this.onStaleKeys?.(error);
+        return createLocalJWKSet(lastGood)(header, token);
+      }
+    };
   }
 
   /** Readiness: resolves once the first key set is held; a provider down answers 502/504. */
@@ -54,15 +74,31 @@ export class ProviderTokenVerifier {
     const { issuer, settings, clockToleranceS } = this.#options;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#keys, { issuer, clockTolerance: clockToleranceS, ...(settings.audience && { audience: settings.audience }) }));
+      ({ payload } = await jwtVerify(token, this.#getKey, { issuer, clockTolerance: clockToleranceS, ...(settings.audience && { audience: settings.audience }) }));
     } catch (error) {
-      if (error instanceof joseErrors.JOSEError && !(error instanceof joseErrors.JWKSTimeout)) {
+      if (error instanceof joseErrors.JOSEError && !isFetchFailure(error)) {
         throw gatehouseError('invalid_bearer_token', { reason: `provider token refused (${error.code})`, cause: error });
       }
       throw keySetFailure(error);
     }
-    return { identity: toIdentity(payload, settings.claims), expiresAtMs: (payload.exp ?? 0) * 1000 };
+    const session = payload[settings.claims.session];
+    return {
+      identity: toIdentity(payload, settings.claims),
+      expiresAtMs: (payload.exp ?? 0) * 1000,
+      ...(typeof session === 'string' && session !== '' && { session }),
+      ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
+    };
   }
+}
+
+/**
+ * The key set could not be fetched (as opposed to a token no key verifies):
+ * a timeout, a network failure, a non-200 answer or one that is not a key set
+ * (jose reports the last two as its generic error).
+ */
+function isFetchFailure(error: unknown): boolean {
+  if (!(error instanceof joseErrors.JOSEError)) return true;
+  return error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JWKSInvalid || error.code === 'ERR_JOSE_GENERIC';
 }
 
 function keySetFailure(error: unknown) {

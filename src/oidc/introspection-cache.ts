@@ -19,6 +19,9 @@ export interface IntrospectedToken {
   groups?: string[];
   /** Epoch seconds (RFC 7662 `exp`). */
   exp?: number;
+  /** The provider's session id (`claims.session`), when it names one. */
+  session?: string;
+  scope?: string;
 }
 
 export interface IntrospectionCacheOptions {
@@ -98,7 +101,7 @@ export class IntrospectionCache {
 }
 
 /** The provider's introspection answer in the configured claims' words (null: not active). */
-export function fromIntrospection(answer: Record<string, unknown> | null, claims: { username: string; roles: string; groups: string }): IntrospectedToken {
+export function fromIntrospection(answer: Record<string, unknown> | null, claims: { username: string; roles: string; groups: string; session?: string }): IntrospectedToken {
   if (!answer || answer.active !== true || typeof answer.sub !== 'string') return { active: false };
   const username = answer[claims.username] ?? answer.username;
   return {
@@ -108,5 +111,7 @@ export function fromIntrospection(answer: Record<string, unknown> | null, claims
     roles: stringList(answer[claims.roles]),
     groups: stringList(answer[claims.groups]),
     ...(typeof answer.exp === 'number' && { exp: answer.exp }),
+    ...(claims.session !== undefined && typeof answer[claims.session] === 'string' && { session: answer[claims.session] as string }),
+    ...(typeof answer.scope === 'string' && { scope: answer.scope }),
   };
 }

@@ -41,7 +41,7 @@ describe('a config whose files are in place', () => {
 
   it('passes with an existing keys file', () => {
     writeFileSync(join(dir, 'keys.json'), '{}');
-    expect(loadCheckedConfig({ file: configFile(VALID), env: {} }).config.identity.usersFile).toBe(join(dir, 'users.yaml'));
+    expect((loadCheckedConfig({ file: configFile(VALID), env: {} }).config.identity as { usersFile: string }).usersFile).toBe(join(dir, 'users.yaml'));
   });
 });
 

@@ -26,7 +26,7 @@ describe('parseConfig', () => {
 
   it('resolves relative file paths against the config folder', () => {
     const config = parseConfig(MINIMAL, { baseDir: '/etc/gatehouse' });
-    expect(config.identity.usersFile).toBe('/etc/gatehouse/users.yaml');
+    expect((config.identity as { usersFile: string }).usersFile).toBe('/etc/gatehouse/users.yaml');
     expect(config.tokens.keysFile).toBe('/etc/gatehouse/keys.json');
   });
 

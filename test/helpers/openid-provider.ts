@@ -2,6 +2,7 @@
 // identity mode: a password grant (registered, as the spec's login needs),
 // JWT access tokens for one resource, opaque refresh tokens that do not
 // rotate, introspection and revocation on. Started on port 0.
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
@@ -12,12 +13,16 @@ export const TEST_CLIENT = { clientId: 'gatehouse', clientSecret: 'gatehouse-cli
 
 export interface TestUser {
   password: string;
+  /** Also accepted in the password field (an API key the user holds at the provider). */
+  apiKeys?: string[];
   roles?: string[];
   groups?: string[];
 }
 
 export interface TestOpenIdProvider {
   issuer: string;
+  /** Requests the provider received, by path (discovery, jwks, token, introspection, revocation). */
+  readonly hits: Map<string, number>;
   provider: Provider;
   server: Server;
   /** Signs with a fresh key from now on (the old one leaves the key set), as a provider's key rotation does. */
@@ -36,10 +41,16 @@ export async function startOpenIdProvider(users: Record<string, TestUser>): Prom
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let provider = await buildProvider(issuer, users);
   let handle = provider.callback();
+  const hits = new Map<string, number>();
   // The in-memory adapter is shared by every instance, so grants survive a rotation.
-  server.on('request', (req, res) => handle(req, res));
+  server.on('request', (req, res) => {
+    const path = new URL(req.url ?? '/', issuer).pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    handle(req, res);
+  });
   return {
     issuer,
+    hits,
     get provider() { return provider; },
     server,
     rotateKeys: async () => { provider = await buildProvider(issuer, users); handle = provider.callback(); },
@@ -69,23 +80,25 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>): P
     rotateRefreshToken: false,
     ttl: { RefreshToken: 3600, AccessToken: 300, Grant: 3600 },
     findAccount: (_ctx: unknown, sub: string) => (users[sub] ? { accountId: sub, claims: () => ({ sub, preferred_username: sub }) } : undefined),
-    extraTokenClaims: (_ctx: unknown, token: { accountId?: string }) => {
+    // As Keycloak does, every token of a login names its session (`sid`): access tokens here, refresh tokens through introspection.
+    extraTokenClaims: (_ctx: unknown, token: { accountId?: string; sid?: string }) => {
       const user = users[token.accountId ?? ''];
-      return user ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [] } : undefined;
+      return user ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [], ...(token.sid && { sid: token.sid }) } : undefined;
     },
   });
   provider.registerGrantType('password', async (ctx: KoaContextWithOIDC) => {
     const { username, password } = ctx.oidc.params as { username?: string; password?: string };
     const user = username ? users[username] : undefined;
-    if (!username || !user || user.password !== password) throw new errors.InvalidGrant('invalid user credentials');
+    if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password))) throw new errors.InvalidGrant('invalid user credentials');
     const client = ctx.oidc.client!;
     const grant = new provider.Grant({ accountId: username, clientId: client.clientId });
     grant.addOIDCScope('openid offline_access');
     grant.addResourceScope(TEST_RESOURCE, 'api');
     const grantId = await grant.save();
     const resourceServer = new provider.ResourceServer(TEST_RESOURCE, { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 });
-    const accessToken = new provider.AccessToken({ accountId: username, client, grantId, gty: 'password', scope: 'api', resourceServer } as never);
-    const refreshToken = new provider.RefreshToken({ accountId: username, client, grantId, gty: 'password', scope: 'openid offline_access api', resource: TEST_RESOURCE } as never);
+    const sid = randomUUID();
+    const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
+    const refreshToken = new provider.RefreshToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'openid offline_access api', resource: TEST_RESOURCE } as never);
     ctx.body = {
       access_token: await accessToken.save(),
       expires_in: accessToken.expiration,

@@ -1,0 +1,135 @@
+// Login, refresh and logout when a fronted OpenID Provider keeps the users:
+// the same spec endpoints, the same throttling and audit trail as local mode
+// (auth/auth-service.ts), but the provider checks the credentials and issues
+// the tokens.
+//
+// An API key typed as the password goes to the provider as the password: the
+// provider is the one authority over credentials and the only issuer of
+// tokens, so a key checked here would need tokens the provider never issued,
+// which its revocation, its user disabling and its sessions could not reach.
+//
+// Every token set the provider hands out is checked by the gateway's own
+// bearer rule before the client gets it: a provider whose tokens the gateway
+// would refuse (wrong audience, unknown key) is a provider fault (502), found
+// at login rather than on every later request, and the new access token's
+// first use is then already a cache hit.
+import type { Logger } from 'pino';
+import type { AttemptContext, Authentication } from '../auth/auth-service.js';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import type { LoginAudit, LoginMethod } from '../auth/login-audit.js';
+import type { Principal } from '../auth/principal.js';
+import { SESSION_ENDED } from '../auth/token-check.js';
+import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { parseApiKey } from '../identity/api-keys.js';
+import type { LoginThrottle } from '../limits/login-throttle.js';
+import type { Store } from '../store/store.js';
+import type { TokenSet } from '../tokens/types.js';
+import type { ProviderConnection } from './provider-connection.js';
+import { tokenSessionId } from './provider-token-check.js';
+
+export interface ProviderAuthOptions {
+  connection: ProviderConnection;
+  bearer: BearerAuthenticator;
+  store: Store;
+  throttle: LoginThrottle;
+  audit: LoginAudit;
+  logger: Logger;
+  /** How long an ended provider session is remembered: the longest a token of it can live (the provider's refresh-token lifetime). */
+  endedSessionTtlS: number;
+}
+
+export class ProviderAuth implements Authentication {
+  readonly #options: ProviderAuthOptions;
+
+  constructor(options: ProviderAuthOptions) {
+    this.#options = options;
+  }
+
+  /** Spec 4.1 through the provider's password grant; throttled in front of it like a local login. */
+  async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
+    const { connection, throttle, audit } = this.#options;
+    const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
+    const facts = { method, address: context.address, requestId: context.requestId, traceId: context.traceId };
+    await audit.throttleChecked(() => throttle.checkLogin(username, context.address), facts);
+    let tokens: TokenSet;
+    try {
+      tokens = await (await connection.connect()).client.login(username, password);
+    } catch (error) {
+      // Only the provider's refusal of the credentials counts as a failed guess; its outage does not.
+      if (isGatehouseError(error) && error.code === 'invalid_user_credentials') {
+        const lockout = await throttle.loginFailed(username, context.address);
+        audit.record('failure', facts);
+        if (lockout) audit.record('lockout', { ...facts, lockout });
+      }
+      throw error;
+    }
+    const who = await this.#admitted(tokens.access_token);
+    await throttle.loginSucceeded(username, context.address);
+    audit.record('success', { ...facts, username: who.username, sub: who.sub, sid: who.sid });
+    return tokens;
+  }
+
+  /**
+   * Spec 4.2 through the provider's refresh-token grant; the provider decides
+   * whether the token may still be used, and whether it rotates (spec: it
+   * must not; see the README for Keycloak). A token whose session was ended
+   * here is refused before the provider is asked.
+   */
+  async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
+    const { connection, throttle, audit, store } = this.#options;
+    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
+    await audit.throttleChecked(() => throttle.checkRefresh(context.address), facts);
+    try {
+      if (await store.providerSessionEnded(tokenSessionId(refreshToken))) throw gatehouseError('invalid_refresh_token', { reason: SESSION_ENDED });
+      const tokens = await (await connection.connect()).client.refresh(refreshToken);
+      const who = await this.#admitted(tokens.access_token, 'invalid_refresh_token');
+      audit.record('success', { ...facts, username: who.username, sub: who.sub, sid: who.sid });
+      return tokens;
+    } catch (error) {
+      if (isGatehouseError(error) && error.code === 'invalid_refresh_token') {
+        if (await throttle.refreshFailed(context.address)) audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+        audit.record('failure', facts);
+      }
+      throw error;
+    }
+  }
+
+  authenticateBearer(token: string): Promise<Principal> {
+    return Promise.resolve(this.#options.bearer.authenticate(token));
+  }
+
+  /**
+   * Ends the login: at the provider (RFC 7009) when it has a revocation
+   * endpoint, and here in any case, so the presented token, and every token
+   * of its provider session, is refused at once on every instance.
+   */
+  async logout(principal: Principal, token: string): Promise<void> {
+    const { connection, store, logger, endedSessionTtlS } = this.#options;
+    const { client } = await connection.connect();
+    if (client.canRevoke) {
+      await client.revoke(token, principal.tokenType === 'Refresh' ? 'refresh_token' : 'access_token').catch((error: unknown) => {
+        logger.warn({ event: 'oidc_revocation_failed', err: error, sub: principal.sub }, 'the provider did not take the revocation; the session is ended here only');
+      });
+    }
+    const untilMs = Date.now() + endedSessionTtlS * 1000;
+    await store.endProviderSession(principal.sid, untilMs);
+    const own = tokenSessionId(token);
+    if (own !== principal.sid) await store.endProviderSession(own, untilMs);
+    logger.info({ event: 'logout', sub: principal.sub, sid: principal.sid }, 'session ended');
+  }
+
+  /**
+   * The principal of a token the provider just issued, by the gateway's own
+   * rule. A refusal there is the provider's fault (502), except when the
+   * session was ended here: then the caller's own refusal applies.
+   */
+  async #admitted(accessToken: string, endedRefusal?: 'invalid_refresh_token'): Promise<Principal> {
+    try {
+      return await this.#options.bearer.authenticate(accessToken);
+    } catch (error) {
+      if (!isGatehouseError(error) || error.code !== 'invalid_bearer_token') throw error;
+      if (endedRefusal && error.reason === SESSION_ENDED) throw gatehouseError(endedRefusal, { reason: SESSION_ENDED, cause: error });
+      throw gatehouseError('identity_provider_invalid_response', { reason: `the provider issued a token the gateway refuses (${error.reason})`, cause: error });
+    }
+  }
+}

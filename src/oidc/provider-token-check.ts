@@ -1,0 +1,141 @@
+// The first check of a fronted provider's token (the bearer rule itself is
+// auth/bearer-authenticator.ts's). Access tokens are JWTs the provider signs
+// with the keys it publishes: verified here, no round trip. Refresh tokens
+// (spec 5.9 makes them bearer tokens too) are opaque or signed with a secret
+// only the provider holds (Keycloak: HS512), so only its introspection
+// endpoint can tell; the answer is cached in the store for at most the
+// configured interval (introspection-cache.ts), and an introspected token is
+// trusted no longer than that, so a revocation at the provider is seen within
+// it. Either kind is refused once its session was ended here (a logout).
+import { createHash } from 'node:crypto';
+import { decodeProtectedHeader } from 'jose';
+import type { Principal } from '../auth/principal.js';
+import { SESSION_ENDED, type TokenCheck } from '../auth/token-check.js';
+import type { OidcIdentityConfig } from '../config/schema.js';
+import type { Store } from '../store/store.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
+import { TokenError } from '../tokens/types.js';
+import { fromIntrospection, IntrospectionCache } from './introspection-cache.js';
+import type { ProviderConnection } from './provider-connection.js';
+
+export interface ProviderTokenCheckOptions {
+  connection: ProviderConnection;
+  store: Store;
+  settings: OidcIdentityConfig;
+  keyPrefix: string;
+  now?: () => number;
+}
+
+const NOT_ACTIVE = 'token not active at the provider';
+
+export class ProviderTokenCheck implements TokenCheck {
+  readonly #connection: ProviderConnection;
+  readonly #store: Store;
+  readonly #intervalMs: number;
+  readonly #introspection: IntrospectionCache;
+  readonly #now: () => number;
+
+  constructor(options: ProviderTokenCheckOptions) {
+    const { connection, settings } = options;
+    this.#connection = connection;
+    this.#store = options.store;
+    this.#now = options.now ?? Date.now;
+    this.#intervalMs = settings.introspectionIntervalS * 1000;
+    this.#introspection = new IntrospectionCache({
+      store: options.store,
+      keyPrefix: options.keyPrefix,
+      intervalMs: this.#intervalMs,
+      maxEntries: settings.introspectionCacheMaxEntries,
+      now: this.#now,
+      introspect: async (token) => {
+        const { client } = await connection.connect();
+        return fromIntrospection((await client.introspect(token)) as Record<string, unknown> | null, settings.claims);
+      },
+    });
+  }
+
+  async check(token: string): Promise<Principal> {
+    const principal = signedWithPublishedKey(token) ? await this.#verifyAccessToken(token) : await this.#introspect(token);
+    let ended: boolean;
+    try {
+      ended = await this.#store.providerSessionEnded(principal.sid) || (principal.sid !== tokenSessionId(token) && (await this.#store.providerSessionEnded(tokenSessionId(token))));
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
+    if (ended) throw new TokenError(SESSION_ENDED);
+    return principal;
+  }
+
+  async #verifyAccessToken(token: string): Promise<Principal> {
+    const { verifier } = await this.#connection.connect();
+    const verified = await verifier.verify(token);
+    return principal({
+      sid: verified.session ?? tokenSessionId(token),
+      tokenType: 'Bearer',
+      identity: verified.identity,
+      expiresAtMs: verified.expiresAtMs,
+      scopes: verified.scopes,
+    });
+  }
+
+  async #introspect(token: string): Promise<Principal> {
+    const answer = await this.#introspection.lookup(token);
+    if (!answer.active || answer.sub === undefined) throw new TokenError(NOT_ACTIVE);
+    // Trusted for the interval at most: the cached check must not outlive what the provider said.
+    const trustedUntilMs = Math.min(answer.exp === undefined ? Infinity : answer.exp * 1000, this.#now() + this.#intervalMs);
+    return principal({
+      sid: answer.session ?? tokenSessionId(token),
+      tokenType: 'Refresh',
+      identity: { sub: answer.sub, username: answer.username ?? answer.sub, roles: answer.roles },
+      expiresAtMs: trustedUntilMs,
+      scopes: answer.scope?.split(' ').filter(Boolean),
+    });
+  }
+}
+
+/**
+ * A token's own session id: what a logout ends when the provider names no
+ * session. A digest, so that neither the store nor the revocation feed ever
+ * carries a credential.
+ */
+export function tokenSessionId(token: string): string {
+  return `token:${createHash('sha256').update(token).digest('base64url')}`;
+}
+
+/** A JWS signed with an asymmetric key: one the provider's key set can verify. Anything else goes to introspection. */
+function signedWithPublishedKey(token: string): boolean {
+  try {
+    const { alg } = decodeProtectedHeader(token);
+    return typeof alg === 'string' && !alg.startsWith('HS') && alg !== 'none';
+  } catch {
+    return false;
+  }
+}
+
+interface PrincipalParts {
+  sid: string;
+  tokenType: Principal['tokenType'];
+  identity: { sub: string; username: string; roles?: readonly string[] | undefined };
+  expiresAtMs: number;
+  scopes: string[] | undefined;
+}
+
+function principal({ sid, tokenType, identity, expiresAtMs, scopes }: PrincipalParts): Principal {
+  // The same shape as a local principal (token-check.ts), frozen likewise.
+  return Object.freeze({
+    sub: identity.sub,
+    username: identity.username,
+    sid,
+    tokenType,
+    // The provider checked the credentials; whether a password or a key, it does not say.
+    method: 'pwd' as const,
+    apiKeyId: undefined,
+    expiresAtMs,
+    sessionStartedAtMs: undefined,
+    // The provider's session end is not known here: no tunnel outlives the token it was opened with.
+    sessionEndsAtMs: expiresAtMs,
+    roles: identity.roles ?? [],
+    scopes,
+    readOnly: false,
+  });
+}
