@@ -112,3 +112,5 @@ export const DEFAULT_TRACING_SERVICE_NAME = 'gatehouse';
 export const DEFAULT_OIDC_TIMEOUT_MS = 5_000;
 /** A refresh token revoked at a fronted provider still admits its bearer for at most this long. */
 export const DEFAULT_OIDC_INTROSPECTION_INTERVAL_S = 60;
+/** jose's own default: a flood of tokens naming unknown keys costs the provider one key-set fetch per 30 s. */
+export const DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S = 30;

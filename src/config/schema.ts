@@ -11,6 +11,7 @@ import * as d from './defaults.js';
 
 const port = z.number().int().min(0).max(65_535);
 const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
 const host = z.string().min(1);
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
@@ -111,6 +112,12 @@ export const OidcIdentitySchema = z.strictObject({
   introspectionCacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
   /** How long one call to the provider may take before login answers 504. */
   timeoutMs: positiveInt.default(d.DEFAULT_OIDC_TIMEOUT_MS),
+  /**
+   * A token signed with a key the gateway does not hold makes it fetch the
+   * provider's key set again (a rotation), at most once per this many seconds
+   * however many such tokens arrive.
+   */
+  keySetRefetchCooldownS: nonNegativeInt.default(d.DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S),
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
 

@@ -17,6 +17,8 @@ export interface ProviderTokenVerifierOptions {
   clockToleranceS: number;
   /** After a refetch, no other is made for this long, however many unknown `kid`s arrive. */
   cooldownMs?: number;
+  /** How long a fetched key set is used before it is fetched again (jose's default: 10 minutes). */
+  cacheMaxAgeMs?: number;
 }
 
 /** What a verified provider token says: who, until when, in which provider session, with which scopes. */
@@ -43,6 +45,7 @@ export class ProviderTokenVerifier {
     this.#options = options;
     this.#keys = createRemoteJWKSet(new URL(options.jwksUri), {
       cooldownDuration: options.cooldownMs ?? DEFAULT_COOLDOWN_MS,
+      ...(options.cacheMaxAgeMs !== undefined && { cacheMaxAge: options.cacheMaxAgeMs }),
       timeoutDuration: options.settings.timeoutMs,
     });
     this.#getKey = async (header, token) => {

@@ -23,7 +23,7 @@ import { gatehouseError, isGatehouseError } from '../http/errors.js';
 import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { Store } from '../store/store.js';
-import type { TokenSet } from '../tokens/types.js';
+import { TokenError, type TokenSet } from '../tokens/types.js';
 import type { ProviderConnection } from './provider-connection.js';
 import { tokenSessionId } from './provider-token-check.js';
 
@@ -80,7 +80,8 @@ export class ProviderAuth implements Authentication {
     const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
     await audit.throttleChecked(() => throttle.checkRefresh(context.address), facts);
     try {
-      if (await store.providerSessionEnded(tokenSessionId(refreshToken))) throw gatehouseError('invalid_refresh_token', { reason: SESSION_ENDED });
+      // Spec 7 fixes the refresh failure's reason: the precise one (here: session ended) stays in the cause.
+      if (await store.providerSessionEnded(tokenSessionId(refreshToken))) throw gatehouseError('invalid_refresh_token', { cause: new TokenError(SESSION_ENDED) });
       const tokens = await (await connection.connect()).client.refresh(refreshToken);
       const who = await this.#admitted(tokens.access_token, 'invalid_refresh_token');
       audit.record('success', { ...facts, username: who.username, sub: who.sub, sid: who.sid });
@@ -128,7 +129,7 @@ export class ProviderAuth implements Authentication {
       return await this.#options.bearer.authenticate(accessToken);
     } catch (error) {
       if (!isGatehouseError(error) || error.code !== 'invalid_bearer_token') throw error;
-      if (endedRefusal && error.reason === SESSION_ENDED) throw gatehouseError(endedRefusal, { reason: SESSION_ENDED, cause: error });
+      if (endedRefusal && error.reason === SESSION_ENDED) throw gatehouseError(endedRefusal, { cause: error });
       throw gatehouseError('identity_provider_invalid_response', { reason: `the provider issued a token the gateway refuses (${error.reason})`, cause: error });
     }
   }

@@ -3,7 +3,7 @@
 // JWT access tokens for one resource, opaque refresh tokens that do not
 // rotate, introspection and revocation on. Started on port 0.
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';
 import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
@@ -23,6 +23,8 @@ export interface TestOpenIdProvider {
   issuer: string;
   /** Requests the provider received, by path (discovery, jwks, token, introspection, revocation). */
   readonly hits: Map<string, number>;
+  /** Answers requests in its place while set (returns true when it did): a provider that hangs or talks garbage. */
+  intercept: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
   provider: Provider;
   server: Server;
   /** Signs with a fresh key from now on (the old one leaves the key set), as a provider's key rotation does. */
@@ -35,27 +37,31 @@ async function signingKey(): Promise<Record<string, unknown>> {
   return { ...(await exportJWK(privateKey)), kid: `k-${Math.random().toString(36).slice(2)}`, alg: 'RS256', use: 'sig' };
 }
 
-export async function startOpenIdProvider(users: Record<string, TestUser>): Promise<TestOpenIdProvider> {
+/** `port`: where to listen (a gateway may have been told the issuer before the provider starts). */
+export async function startOpenIdProvider(users: Record<string, TestUser>, port = 0): Promise<TestOpenIdProvider> {
   const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let provider = await buildProvider(issuer, users);
   let handle = provider.callback();
   const hits = new Map<string, number>();
-  // The in-memory adapter is shared by every instance, so grants survive a rotation.
-  server.on('request', (req, res) => {
-    const path = new URL(req.url ?? '/', issuer).pathname;
-    hits.set(path, (hits.get(path) ?? 0) + 1);
-    handle(req, res);
-  });
-  return {
+  const op: TestOpenIdProvider = {
     issuer,
     hits,
+    intercept: undefined,
     get provider() { return provider; },
     server,
     rotateKeys: async () => { provider = await buildProvider(issuer, users); handle = provider.callback(); },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
+  // The in-memory adapter is shared by every instance, so grants survive a rotation.
+  server.on('request', (req, res) => {
+    const path = new URL(req.url ?? '/', issuer).pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
+    if (op.intercept?.(req, res)) return;
+    handle(req, res);
+  });
+  return op;
 }
 
 async function buildProvider(issuer: string, users: Record<string, TestUser>): Promise<Provider> {

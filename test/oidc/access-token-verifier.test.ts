@@ -65,4 +65,30 @@ describe('verifying provider access tokens against its JWKS', () => {
     expect([error.code, error.status]).toEqual(['identity_provider_unreachable', 502]);
     expect((await gatehouseErrorOf(unreachable.ready())).status).toBe(502);
   });
+
+  it('keeps verifying with the last good keys when a refetch of the key set fails', async () => {
+    // Every verification refetches (a key set is never fresh), so a provider outage is met at once.
+    const staleAlways = new ProviderTokenVerifier({ issuer: op.issuer, jwksUri: String(client.metadata.jwks_uri), settings: settings(), clockToleranceS: 5, cacheMaxAgeMs: 0 });
+    const stale: unknown[] = [];
+    staleAlways.onStaleKeys = (error) => stale.push(error);
+    await staleAlways.ready();
+    const { access_token } = await client.login('alice', 'alice-password');
+    op.intercept = (req, res) => {
+      if (!req.url?.includes('jwks')) return false;
+      res.writeHead(503).end();
+      return true;
+    };
+    try {
+      expect((await staleAlways.verify(access_token)).identity.sub).toBe('alice');
+      expect(stale).toHaveLength(1);
+    } finally {
+      op.intercept = undefined;
+    }
+  });
+
+  it('names the provider session and the scopes a token carries', async () => {
+    const verified = await verifier.verify((await client.login('alice', 'alice-password')).access_token);
+    expect(verified.session).toEqual(expect.any(String));
+    expect(verified.scopes).toEqual(['api']);
+  });
 });
