@@ -9,6 +9,7 @@ import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startOpenIdProvider, TEST_CLIENT, TEST_RESOURCE, type TestOpenIdProvider, type TestUser } from '../helpers/openid-provider.js';
 import { freePort } from '../helpers/ports.js';
+import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 const PROVIDER_KEY = 'ghk_0123456789abcdef_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
@@ -244,6 +245,34 @@ describe('a provider that is down when the gateway starts', () => {
       await gateway.close();
       await upstream.close();
       await op?.close();
+    }
+  });
+});
+
+describe('two gateways fronting one provider, sharing Redis', () => {
+  it('introspect a refresh token once between them, and a logout on one ends the login on the other at once', async () => {
+    const op = await startOpenIdProvider(USERS);
+    const upstream = await startUpstream();
+    const redis = await testRedisUrl();
+    const store = { url: redis.url, keyPrefix: uniquePrefix() };
+    const [a, b] = await Promise.all([startFronting(op.issuer, upstream, { store }), startFronting(op.issuer, upstream, { store })]);
+    try {
+      await Promise.all([ready(a), ready(b)]);
+      const tokens = await login(a, 'bob', 'bob-password');
+      expect((await fetch(`${a.url}/things/1`, bearer(tokens.refresh_token))).status).toBe(200);
+      expect((await fetch(`${b.url}/things/2`, bearer(tokens.refresh_token))).status).toBe(200);
+      expect(op.hits.get('/token/introspection')).toBe(1);
+      expect((await fetch(`${b.url}/things/3`, bearer(tokens.access_token))).status).toBe(200);
+
+      expect((await fetch(`${a.url}/api/v1/auth/logout`, { method: 'POST', ...bearer(tokens.access_token) })).status).toBe(204);
+      // b held both tokens as checked; the end of the session reached it over the store's feed.
+      await vi.waitFor(async () => expect((await fetch(`${b.url}/things/4`, bearer(tokens.access_token))).status).toBe(401));
+      expect((await fetch(`${b.url}/things/5`, bearer(tokens.refresh_token))).status).toBe(401);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await upstream.close();
+      await op.close();
+      await redis.close();
     }
   });
 });
