@@ -1,6 +1,6 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, flood, limits, authz (all by default), and builds
+// Sections: auth, proxy, engines, async, memory, credentials, json, flood, limits, authz, oidc (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
@@ -14,6 +14,7 @@ import { runFloodSection } from './flood.js';
 import { runJsonBodySection } from './json-body.js';
 import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
+import { runOidcSection } from './oidc.js';
 import { runProxySection } from './proxy.js';
 import { runWrongCredentialsSection } from './wrong-credentials.js';
 
@@ -29,6 +30,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   flood: runFloodSection,
   limits: runLimitsSection,
   authz: runAuthzSection,
+  oidc: runOidcSection,
 };
 /** Sections that run only when named: they need something from the caller. */
 const ON_REQUEST = new Set(['builds']);

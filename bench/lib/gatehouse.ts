@@ -43,6 +43,8 @@ export interface StartOptions {
   engine?: 'undici' | 'http-proxy' | 'http-proxy-3';
   /** The compiled Gatehouse to run (default `dist`): another build, for a comparison of two builds in one run. */
   distDir?: string;
+  /** The identity section in place of the local users file (a fronted OpenID Provider). */
+  identity?: Record<string, unknown>;
 }
 
 export async function startGatehouse(options: StartOptions): Promise<GatehouseProcess> {
@@ -68,7 +70,7 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
     server: { host: '127.0.0.1', port },
     admin: { host: '127.0.0.1', port: adminPort },
     log: { level: options.logLevel ?? 'info' },
-    identity: { provider: 'local', usersFile: './users.yaml' },
+    identity: options.identity ?? { provider: 'local', usersFile: './users.yaml' },
     // Long enough for a whole run: an access token that expired mid-run would
     // turn the rest of it into 401s. The check costs the same either way.
     tokens: { issuer: `http://127.0.0.1:${port}`, keysFile: './keys.json', accessTokenTtlS: 3600 },

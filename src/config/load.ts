@@ -38,6 +38,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'GATEHOUSE_KEYS_FILE', path: ['tokens', 'keysFile'], kind: 'string' },
   { env: 'GATEHOUSE_USERS_FILE', path: ['identity', 'usersFile'], kind: 'string' },
   { env: 'GATEHOUSE_SERVICE_TOKEN', path: ['requests', 'serviceToken'], kind: 'string' },
+  // A secret belongs in the environment (or a mounted secret), not in the config file.
+  { env: 'GATEHOUSE_OIDC_CLIENT_SECRET', path: ['identity', 'clientSecret'], kind: 'string' },
 ];
 
 export interface LoadConfigOptions {

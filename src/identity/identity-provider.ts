@@ -1,6 +1,6 @@
-// Who a user is. Login, refresh and the token endpoint talk only to this
-// interface, so a later OpenID Provider can answer in place of the local
-// users file without them noticing.
+// Who a user is. Login, refresh, the token endpoint and the bearer rule talk
+// only to this interface: the local users file answers it, or, fronting an
+// OpenID Provider, that provider's tokens do (oidc/provider-identity.ts).
 import type { AuthMethod } from '../store/store.js';
 import type { KeyScope } from './key-scope.js';
 

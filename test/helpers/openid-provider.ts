@@ -37,12 +37,19 @@ async function signingKey(): Promise<Record<string, unknown>> {
   return { ...(await exportJWK(privateKey)), kid: `k-${Math.random().toString(36).slice(2)}`, alg: 'RS256', use: 'sig' };
 }
 
-/** `port`: where to listen (a gateway may have been told the issuer before the provider starts). */
-export async function startOpenIdProvider(users: Record<string, TestUser>, port = 0): Promise<TestOpenIdProvider> {
+export interface TestProviderOptions {
+  /** Where to listen (a gateway may have been told the issuer before the provider starts). */
+  port?: number;
+  /** Access token lifetime (a benchmark outlasts the default 300 s). */
+  accessTokenTtlS?: number;
+}
+
+export async function startOpenIdProvider(users: Record<string, TestUser>, options: TestProviderOptions = {}): Promise<TestOpenIdProvider> {
+  const { port = 0, accessTokenTtlS = 300 } = options;
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  let provider = await buildProvider(issuer, users);
+  let provider = await buildProvider(issuer, users, accessTokenTtlS);
   let handle = provider.callback();
   const hits = new Map<string, number>();
   const op: TestOpenIdProvider = {
@@ -51,7 +58,7 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, port 
     intercept: undefined,
     get provider() { return provider; },
     server,
-    rotateKeys: async () => { provider = await buildProvider(issuer, users); handle = provider.callback(); },
+    rotateKeys: async () => { provider = await buildProvider(issuer, users, accessTokenTtlS); handle = provider.callback(); },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
   // The in-memory adapter is shared by every instance, so grants survive a rotation.
@@ -64,7 +71,7 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, port 
   return op;
 }
 
-async function buildProvider(issuer: string, users: Record<string, TestUser>): Promise<Provider> {
+async function buildProvider(issuer: string, users: Record<string, TestUser>, accessTokenTtlS: number): Promise<Provider> {
   const provider = new Provider(issuer, {
     clients: [{ client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }],
     jwks: { keys: [await signingKey()] },
@@ -79,12 +86,12 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>): P
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx: unknown, resource: string) => {
           if (resource !== TEST_RESOURCE) throw new errors.InvalidTarget();
-          return { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 };
+          return { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: accessTokenTtlS };
         },
       },
     },
     rotateRefreshToken: false,
-    ttl: { RefreshToken: 3600, AccessToken: 300, Grant: 3600 },
+    ttl: { RefreshToken: 3600, AccessToken: accessTokenTtlS, Grant: 3600 },
     findAccount: (_ctx: unknown, sub: string) => (users[sub] ? { accountId: sub, claims: () => ({ sub, preferred_username: sub }) } : undefined),
     // As Keycloak does, every token of a login names its session (`sid`): access tokens here, refresh tokens through introspection.
     extraTokenClaims: (_ctx: unknown, token: { accountId?: string; sid?: string }) => {
@@ -101,7 +108,7 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>): P
     grant.addOIDCScope('openid offline_access');
     grant.addResourceScope(TEST_RESOURCE, 'api');
     const grantId = await grant.save();
-    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: 300 });
+    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: accessTokenTtlS });
     const sid = randomUUID();
     const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
     const refreshToken = new provider.RefreshToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'openid offline_access api', resource: TEST_RESOURCE } as never);

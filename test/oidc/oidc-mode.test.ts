@@ -238,7 +238,7 @@ describe('a provider that is down when the gateway starts', () => {
       expectDiagnoses(readiness.status, await readiness.text(), 503, /the identity provider keys are not held yet$/);
       const response = await postJson(`${gateway.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password' });
       expectDiagnoses(response.status, await response.text(), 502, /identity provider unreachable$/);
-      op = await startOpenIdProvider(USERS, port);
+      op = await startOpenIdProvider(USERS, { port });
       await ready(gateway);
       await login(gateway, 'alice', 'alice-password');
     } finally {
