@@ -43,6 +43,17 @@ function writeConfig(lines: string[], name = 'gatehouse.yaml'): string {
   return file;
 }
 
+describe('users and API keys with a fronted OpenID Provider', () => {
+  it('refuse to run (exit 78): the provider keeps the users', async () => {
+    const oidc = writeConfig(['identity: {provider: oidc, issuer: "https://sso.example.com/realms/p", clientId: gatehouse, clientSecret: s}', 'tokens: {keysFile: ./keys.json}'], 'oidc.yaml');
+    for (const argv of [['users', 'list'], ['apikeys', 'list', 'alice']]) {
+      const result = await runGatehouse(['--config', oidc, ...argv]);
+      expect(result.code, argv.join(' ')).toBe(78);
+      expect(result.stderr).toMatch(/identity\.provider: users and API keys are managed at the OpenID Provider/);
+    }
+  });
+});
+
 describe('--help', () => {
   it('prints the overall usage, listing every command', async () => {
     for (const help of [['--help'], ['-h'], ['help']]) {

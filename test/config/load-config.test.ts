@@ -75,6 +75,30 @@ describe('parseConfig', () => {
     expect(problems).toEqual([expect.stringMatching(/^server\.port \(from PORT\): /)]);
   });
 
+  it('takes a fronted OpenID Provider with its defaults, and its client secret from the environment', () => {
+    const identity = { provider: 'oidc', issuer: 'https://sso.example.com/realms/platform', clientId: 'gatehouse' };
+    const config = parseConfig({ ...MINIMAL, identity }, { baseDir: '/', env: { GATEHOUSE_OIDC_CLIENT_SECRET: 's3cret' } });
+    expect(config.identity).toMatchObject({
+      provider: 'oidc',
+      clientSecret: 's3cret',
+      clientAuth: 'client_secret_basic',
+      scopes: ['openid'],
+      claims: { username: 'preferred_username', roles: 'roles', groups: 'groups', session: 'sid' },
+      introspectionIntervalS: 60,
+      keySetRefetchCooldownS: 30,
+    });
+  });
+
+  it('names every field an oidc identity gets wrong: a users file it has no use for, a missing secret, an issuer that is no URL', () => {
+    const identity = { provider: 'oidc', issuer: 'sso.example.com', clientId: 'gatehouse', usersFile: 'users.yaml' };
+    const problems = problemsOf(() => parseConfig({ ...MINIMAL, identity }, { baseDir: '/', env: {} }));
+    expect(problems).toEqual(expect.arrayContaining([
+      expect.stringMatching(/^identity\.issuer: /),
+      expect.stringMatching(/^identity\.clientSecret: /),
+      expect.stringMatching(/^identity.*usersFile/),
+    ]));
+  });
+
   it('refuses more than one worker without a shared store', () => {
     expect(problemsOf(() => parseConfig({ ...MINIMAL, server: { workers: 2 } }, { baseDir: '/' }))).toEqual([
       expect.stringMatching(/^server\.workers: more than one worker needs store\.url/),
