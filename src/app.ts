@@ -7,6 +7,12 @@
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { AccountService } from './account/account-service.js';
+import { accountPage } from './account/account-page.js';
+import { accountRoutes } from './account/account-routes.js';
+import type { ApiKeyDirectory } from './account/api-key-directory.js';
+import { FileApiKeys } from './account/file-api-keys.js';
+import { StoreApiKeys } from './account/store-api-keys.js';
 import type { Authentication } from './auth/auth-service.js';
 import { createAuthentication } from './auth/create-authentication.js';
 import { RouteAuthorization } from './authz/route-authorization.js';
@@ -22,7 +28,7 @@ import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './http/listeners.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
-import type { PasswordVerifier } from './identity/local-provider.js';
+import { LocalIdentityProvider, type PasswordVerifier } from './identity/local-provider.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
@@ -109,9 +115,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const metrics = new Metrics({ version: GATEHOUSE_VERSION });
   const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
   const passwordHashing = new FairWorkQueue(config.limits.passwordHashing);
+  // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
+  const storeKeys = store.redisClient ? new StoreApiKeys(store.redisClient, config.store.keyPrefix) : undefined;
+  let userKeys: ApiKeyDirectory | undefined = storeKeys;
   const identity = await createIdentityProvider(config.identity, logger, {
     hashing: passwordHashing,
     ...(options.verifyPassword && { verifyPassword: options.verifyPassword }),
+    ...(storeKeys && { storeKeys }),
+    onApiKeyUsed: (keyId) => userKeys?.recordUse(keyId, Date.now()),
   });
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
@@ -177,6 +188,13 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (authentication.local) {
     await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
     await app.register(tokenEndpoint, { auth: authentication.local, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
+  }
+  // The account page and API: the local users' own (a fronted provider manages its accounts itself).
+  if (config.account.enabled && identity instanceof LocalIdentityProvider && config.identity.provider === 'local') {
+    userKeys ??= new FileApiKeys(config.identity.usersFile, identity);
+    const account = new AccountService({ identity, keys: userKeys, store, settings: config.account, logger });
+    await app.register(accountRoutes, { account, bearer, bodyLimitBytes: config.server.apiBodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
+    await app.register(accountPage);
   }
   await app.register(statusRoutes, {
     bearer,

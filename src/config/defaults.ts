@@ -114,3 +114,9 @@ export const DEFAULT_OIDC_TIMEOUT_MS = 5_000;
 export const DEFAULT_OIDC_INTROSPECTION_INTERVAL_S = 60;
 /** jose's own default: a flood of tokens naming unknown keys costs the provider one key-set fetch per 30 s. */
 export const DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S = 30;
+
+/** The account page (src/account/): ten keys a user, 90 days unless asked otherwise, a year at most, five minutes of "sudo". */
+export const DEFAULT_ACCOUNT_MAX_KEYS_PER_USER = 10;
+export const DEFAULT_ACCOUNT_KEY_LIFETIME_DAYS = 90;
+export const DEFAULT_ACCOUNT_MAX_KEY_LIFETIME_DAYS = 365;
+export const DEFAULT_ACCOUNT_RECENT_LOGIN_S = 300;

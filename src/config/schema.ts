@@ -391,6 +391,19 @@ export const TracingSchema = z.strictObject({
   headers: z.record(z.string(), z.string()).default({}),
 });
 
+/** The account page and API (src/account/): users manage their own API keys and sessions. */
+export const AccountSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Keys one user may hold at once (those they made themselves and those an operator listed for them). */
+  maxKeysPerUser: positiveInt.max(1000).default(d.DEFAULT_ACCOUNT_MAX_KEYS_PER_USER),
+  /** The lifetime of a key created without `expiresInDays`, and the longest one may ask for. */
+  defaultKeyLifetimeDays: positiveInt.default(d.DEFAULT_ACCOUNT_KEY_LIFETIME_DAYS),
+  maxKeyLifetimeDays: positiveInt.max(3650).default(d.DEFAULT_ACCOUNT_MAX_KEY_LIFETIME_DAYS),
+  /** Creating a key needs a password login at most this old (GitHub's sudo mode). */
+  recentLoginS: positiveInt.default(d.DEFAULT_ACCOUNT_RECENT_LOGIN_S),
+}).refine((account) => account.defaultKeyLifetimeDays <= account.maxKeyLifetimeDays, { path: ['defaultKeyLifetimeDays'], error: 'must not exceed maxKeyLifetimeDays' });
+export type AccountConfig = z.infer<typeof AccountSchema>;
+
 export const ConfigSchema = z
   .strictObject({
   server: ServerSchema.prefault({}),
@@ -412,6 +425,7 @@ export const ConfigSchema = z
   authorization: AuthorizationSchema.prefault({}),
   /** Browser applications on other origins that may call the gateway's own endpoints (login, refresh, token, status). */
   cors: CorsSchema.optional(),
+  account: AccountSchema.prefault({}),
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))

@@ -54,6 +54,11 @@ export const ERRORS = {
   identity_provider_invalid_response: { status: 502, message: 'The identity provider answered unexpectedly. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider answered garbage' },
   identity_provider_not_ready: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the identity provider keys are not held yet' },
   identity_provider_timeout: { status: 504, message: 'The identity provider did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider timed out' },
+  reauthentication_required: { status: 403, message: 'Please log in again with your password to do this.', oauthError: 'insufficient_scope', reason: 'needs a password login from the last few minutes' },
+  api_key_limit: { status: 409, message: 'You hold as many API keys as you may. Revoke one first.', oauthError: 'invalid_request', reason: 'too many API keys' },
+  api_key_not_found: { status: 404, message: 'No such API key.', oauthError: 'not_found', reason: 'unknown API key' },
+  api_key_managed_by_operator: { status: 403, message: 'This API key is managed by an operator. Ask them to revoke it.', oauthError: 'insufficient_scope', reason: 'the key is listed in the users file' },
+  session_not_found: { status: 404, message: 'No such session.', oauthError: 'not_found', reason: 'unknown session' },
   internal_error: { status: 500, message: 'An internal error occurred. Please retry later.', oauthError: 'server_error', reason: 'internal error' },
 } as const satisfies Record<string, ErrorDefinition>;
 

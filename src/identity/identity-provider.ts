@@ -32,13 +32,20 @@ export interface Grants {
   scopes: readonly string[] | undefined;
   /** Safe methods only (GET, HEAD, OPTIONS). */
   readOnly: boolean;
+  /** The key's expiry, epoch ms: no token of the session outlives it. */
+  notAfterMs?: number;
 }
 
 /**
  * Whose session is asked about; `sessionStartedAtMs` when the caller knows the
  * session, `roles` as its token carries them.
  */
-export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId'> & { sessionStartedAtMs?: number | undefined; roles?: readonly string[] | undefined };
+export type SessionHolder = Pick<Identity, 'sub' | 'apiKeyId' | 'keyScope'> & {
+  sessionStartedAtMs?: number | undefined;
+  roles?: readonly string[] | undefined;
+  scopes?: readonly string[] | undefined;
+  readOnly?: boolean | undefined;
+};
 
 export interface IdentityProvider {
   /**

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
@@ -40,6 +41,15 @@ export interface PasswordCheckOptions {
   /** Where each login's scrypt waits for its turn; absent, every login hashes at once. */
   hashing?: FairWorkQueue;
   verifyPassword?: PasswordVerifier;
+  /**
+   * Keys users made for themselves, kept in the shared store (account/): a
+   * key id the users file does not list is looked up there. Their revocation
+   * ends their sessions through the store, so such a session's key is taken
+   * to be active by `isActive` (its user still must be).
+   */
+  storeKeys?: { find(keyId: string): Promise<(ApiKeyRecord & { sub: string }) | null> };
+  /** Told of every login with an API key (the account page shows when a key was last used). */
+  onApiKeyUsed?: (keyId: string) => void;
 }
 
 /** The queue key of a login that names no address (a caller outside HTTP). */
@@ -107,11 +117,14 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   async authenticate(username: string, secret: string, options: AuthenticateOptions = {}): Promise<Identity | null> {
     const snapshot = this.#snapshot;
     const apiKey = parseApiKey(secret);
-    const indexedKey = apiKey ? snapshot.byKeyId.get(apiKey.keyId) : undefined;
+    const indexedKey = apiKey ? (snapshot.byKeyId.get(apiKey.keyId) ?? (await this.#storeKey(apiKey.keyId, snapshot))) : undefined;
     const keyMatches = apiKeySecretMatches(apiKey?.secret ?? secret, indexedKey?.key.hash ?? this.#unmatchableDigest);
     if (keyMatches && indexedKey) {
       const identity = this.#apiKeyIdentity(username, indexedKey);
-      if (identity) return identity;
+      if (identity) {
+        this.#passwords.onApiKeyUsed?.(indexedKey.key.id);
+        return identity;
+      }
     }
     // Whatever else it is, it is tried as a password: the scrypt every refusal pays.
     return this.#authenticateWithPassword(username, secret, snapshot, options.clientAddress ?? NO_ADDRESS);
@@ -128,14 +141,44 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     if (sessionStartedAtMs !== undefined && sessionStartedAtMs <= user.sessionsNotBeforeMs) return false;
     if (apiKeyId === undefined) return true;
     const indexedKey = snapshot.byKeyId.get(apiKeyId);
-    return indexedKey !== undefined && indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
+    // A key the file does not list is a store-held key when there are such: its sessions end when it is revoked.
+    if (indexedKey === undefined) return this.#passwords.storeKeys !== undefined;
+    return indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
+  }
+
+  /** The user of that id as the file says: name, creation, roles, groups; undefined when unknown. */
+  userOf(sub: string): { username: string; createdAt: string; roles: readonly string[]; groups: readonly string[] } | undefined {
+    const user = this.#snapshot.byId.get(sub);
+    return user && { username: user.username, createdAt: user.record.createdAt, roles: user.record.roles ?? [], groups: user.record.groups ?? [] };
+  }
+
+  /** The API keys the users file lists for the user, revoked ones included. */
+  apiKeysOf(sub: string): readonly ApiKeyRecord[] {
+    return this.#snapshot.byId.get(sub)?.record.apiKeys ?? [];
   }
 
   grants(holder: SessionHolder): Grants | undefined {
     if (!this.isActive(holder)) return undefined;
     const user = this.#snapshot.byId.get(holder.sub)!;
-    const scope = holder.apiKeyId === undefined ? undefined : this.#snapshot.byKeyId.get(holder.apiKeyId)?.key.scope;
-    return grantsOf(user.record.roles ?? [], user.record.groups ?? [], scope);
+    return grantsOf(user.record.roles ?? [], user.record.groups ?? [], this.#keyScope(holder));
+  }
+
+  /**
+   * The scope of the session's key: the file's record; for a store-held key
+   * (not here synchronously), what its session's token carries, which the
+   * login narrowed by the key's scope, so a refresh never widens it.
+   */
+  #keyScope(holder: SessionHolder): KeyScope | undefined {
+    if (holder.apiKeyId === undefined) return undefined;
+    const fileKey = this.#snapshot.byKeyId.get(holder.apiKeyId);
+    if (fileKey) return fileKey.key.scope;
+    // At login the key itself is at hand; afterwards, its session's token.
+    if (holder.keyScope) return holder.keyScope;
+    return {
+      roles: [...(holder.roles ?? [])],
+      ...(holder.scopes !== undefined && { scopes: [...holder.scopes] }),
+      ...(holder.readOnly === true && { readOnly: true }),
+    };
   }
 
   /**
@@ -179,6 +222,17 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       }
       return false;
     }
+  }
+
+  /** A store-held key, with its user as the file says; a store that fails refuses the login as an unknown key would not: with a 503. */
+  async #storeKey(keyId: string, snapshot: Snapshot): Promise<IndexedKey | undefined> {
+    const stored = await this.#passwords.storeKeys?.find(keyId).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    const user = stored ? snapshot.byId.get(stored.sub) : undefined;
+    if (!stored || !user) return undefined;
+    const { sub: _sub, ...key } = stored;
+    return { user, key };
   }
 
   #apiKeyIdentity(username: string, { user, key }: IndexedKey): Identity | null {
@@ -242,5 +296,6 @@ function grantsOf(roles: readonly string[], groups: readonly string[], scope: Ke
     groups,
     scopes: scope?.scopes,
     readOnly: scope?.readOnly ?? false,
+    ...(scope?.expiresAt !== undefined && { notAfterMs: Date.parse(scope.expiresAt) }),
   };
 }

@@ -93,6 +93,12 @@ export class MemoryStore implements Store {
     return { ...session };
   }
 
+  async listSessions(sub: string): Promise<SessionRecord[]> {
+    const sids = [...(this.sessionsByUser.get(sub) ?? [])];
+    const sessions = await Promise.all(sids.map((sid) => this.getSession(sid)));
+    return sessions.filter((session): session is SessionRecord => session !== null);
+  }
+
   async revokeSession(sid: string): Promise<boolean> {
     return this.endSession(sid);
   }

@@ -140,6 +140,13 @@ export class RedisStore implements Store {
     return session.expiresAt > Date.now() ? session : null;
   }
 
+  async listSessions(sub: string): Promise<SessionRecord[]> {
+    // The user's set is ordered by creation and may still name sessions that ended: those read as null.
+    const sids = await this.run(() => this.client.zrange(this.userSessionsKey(sub), 0, -1));
+    const sessions = await Promise.all(sids.map((sid) => this.getSession(sid)));
+    return sessions.filter((session): session is SessionRecord => session !== null && session.sub === sub);
+  }
+
   async revokeSession(sid: string): Promise<boolean> {
     const revoked = await this.run(() =>
       this.scripts.revokeSession(this.sessionKey(sid), Date.now(), this.feed.revocationChannel, sid),

@@ -79,6 +79,8 @@ export interface Store {
   createSession(session: SessionRecord): Promise<void>;
   /** The session, or null when it never existed, expired or was revoked. */
   getSession(sid: string): Promise<SessionRecord | null>;
+  /** The user's live sessions, oldest first (the account page lists them). */
+  listSessions(sub: string): Promise<SessionRecord[]>;
   /**
    * Ends a session at once and tells every instance (`onSessionRevoked`).
    * Resolves true when there was an active session to end.

@@ -56,7 +56,8 @@ export class TokenIssuer {
   /** A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime). */
   async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants): Promise<TokenSet> {
     const iat = epochSeconds(now);
-    const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS);
+    // A key that expires sooner ends the session's tokens then.
+    const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS, Math.floor((grants?.notAfterMs ?? Infinity) / 1000));
     if (refreshExp <= iat) throw new TokenError('session expired');
     const accessExp = Math.min(iat + this.#accessTokenTtlS, refreshExp);
     const claims: SessionClaims = {

@@ -78,6 +78,10 @@ class CountingStore implements Store {
     return session;
   }
 
+  listSessions(sub: string): Promise<SessionRecord[]> {
+    return this.#inner.listSessions(sub);
+  }
+
   revokeSession(sid: string): Promise<boolean> {
     this.calls.revokeSession += 1;
     return this.#inner.revokeSession(sid);

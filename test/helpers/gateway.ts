@@ -96,6 +96,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     tracing: { ...overrides.tracing },
     authorization: { ...overrides.authorization },
     ...(overrides.cors !== undefined && { cors: overrides.cors }),
+    account: { ...overrides.account },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });

@@ -88,6 +88,10 @@ export class TestStore implements Store {
     this.#check();
     return this.inner.getSession(sid);
   }
+  async listSessions(sub: string): Promise<SessionRecord[]> {
+    this.#check();
+    return this.inner.listSessions(sub);
+  }
   async revokeSession(sid: string): Promise<boolean> {
     this.#check();
     return this.inner.revokeSession(sid);

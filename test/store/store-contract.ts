@@ -253,6 +253,24 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       expect(await peer.revokeSession(session.sid)).toBe(false);
     });
 
+    it('lists a user\'s live sessions, oldest first, without ended ones or other users\'', async () => {
+      const { store } = subject;
+      const sub = `u-${randomUUID()}`;
+      const first = sessionRecord({ sub });
+      await store.createSession(first);
+      await subject.advanceClock(10);
+      const second = sessionRecord({ sub, method: 'api_key', apiKeyId: '0123456789abcdef' });
+      await store.createSession(second);
+      const ended = sessionRecord({ sub });
+      await store.createSession(ended);
+      await store.revokeSession(ended.sid);
+      await store.createSession(sessionRecord({ sub: `other-${sub}` }));
+      expect(await store.listSessions(sub)).toStrictEqual([first, second]);
+      await subject.advanceClock(60_001);
+      expect(await store.listSessions(sub)).toStrictEqual([]);
+      expect(await store.listSessions('nobody')).toStrictEqual([]);
+    });
+
     describe('provider sessions ended here', () => {
       it('ends a provider session until its time, announced to its own listeners by the time it resolves', async () => {
         const { store } = subject;

@@ -1,0 +1,241 @@
+// The account page's only script. Tokens live in this module's memory and
+// nowhere else (no localStorage, no cookie): a reload asks to log in again,
+// and nothing is left behind on a shared computer. The access token is
+// renewed with the refresh token shortly before it expires. Everything shown
+// is set as text, never as HTML: a key's label cannot become markup.
+
+const $ = (id) => document.getElementById(id);
+
+/** The session's tokens, in memory only. */
+let tokens = null;
+let renewTimer = undefined;
+
+/** The `$message` of a Gatehouse error body, or a fallback. */
+async function messageOf(response, fallback) {
+  try {
+    const body = await response.json();
+    return body?.$diagnoses?.[0]?.$message ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+function say(text) {
+  $('message').textContent = text;
+}
+
+function keep(tokenSet) {
+  tokens = { access: tokenSet.access_token, refresh: tokenSet.refresh_token ?? tokens?.refresh };
+  clearTimeout(renewTimer);
+  // Renewed a little before it runs out; a failed renewal asks to log in again.
+  const inMs = Math.max(1, tokenSet.expires_in - 10) * 1000;
+  renewTimer = setTimeout(renew, inMs);
+}
+
+async function renew() {
+  if (!tokens) return;
+  const response = await fetch('/api/v1/auth/refresh', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ refresh_token: tokens.refresh }),
+  }).catch(() => null);
+  if (response?.ok) keep(await response.json());
+  else signedOut(response ? await messageOf(response, 'Your session ended. Please log in again.') : 'The gateway cannot be reached.');
+}
+
+/** A call with the access token; a 401 means the session is over. */
+async function api(path, options = {}) {
+  const response = await fetch(path, { ...options, headers: { ...options.headers, authorization: `Bearer ${tokens.access}` } });
+  if (response.status === 401) {
+    signedOut(await messageOf(response, 'Please log in again.'));
+    throw new Error('signed out');
+  }
+  return response;
+}
+
+function signedOut(text) {
+  tokens = null;
+  clearTimeout(renewTimer);
+  $('account').hidden = true;
+  $('signed-in').hidden = true;
+  $('login').hidden = false;
+  $('new-key').hidden = true;
+  $('new-key-value').value = '';
+  say(text ?? '');
+  $('login-username').focus();
+}
+
+async function logIn(event) {
+  event.preventDefault();
+  const error = $('login-error');
+  error.hidden = true;
+  const username = $('login-username').value.trim();
+  const password = $('login-password').value;
+  if (!username || !password) {
+    error.textContent = 'Enter your username and password.';
+    error.hidden = false;
+    return;
+  }
+  const response = await fetch('/api/v1/auth/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  }).catch(() => null);
+  if (!response?.ok) {
+    error.textContent = response ? await messageOf(response, 'The login failed.') : 'The gateway cannot be reached.';
+    error.hidden = false;
+    return;
+  }
+  keep(await response.json());
+  $('login-password').value = '';
+  $('login').hidden = true;
+  $('account').hidden = false;
+  $('signed-in').hidden = false;
+  say('');
+  await showAccount();
+  $('keys-title').focus();
+}
+
+async function showAccount() {
+  const account = await (await api('/api/v1/account')).json();
+  $('username').textContent = account.username;
+  await Promise.all([showKeys(), showSessions()]);
+}
+
+const day = (iso) => (iso ? new Date(iso).toLocaleDateString() : '—');
+
+function cell(row, text) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  row.append(td);
+  return td;
+}
+
+async function showKeys() {
+  const { apiKeys } = await (await api('/api/v1/account/api-keys')).json();
+  const body = $('keys');
+  body.replaceChildren();
+  $('no-keys').hidden = apiKeys.length > 0;
+  for (const key of apiKeys) {
+    const row = document.createElement('tr');
+    const label = key.label ?? key.id;
+    cell(row, label);
+    cell(row, day(key.createdAt));
+    cell(row, key.expiresAt && Date.parse(key.expiresAt) < Date.now() ? `expired ${day(key.expiresAt)}` : day(key.expiresAt));
+    cell(row, key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never');
+    cell(row, key.scope.readOnly ? 'read only' : 'full');
+    const actions = cell(row, '');
+    if (key.managedBy === 'user') {
+      const revoke = document.createElement('button');
+      revoke.type = 'button';
+      revoke.className = 'danger';
+      revoke.textContent = 'Revoke';
+      revoke.setAttribute('aria-label', `Revoke key ${label}`);
+      revoke.addEventListener('click', guarded(() => revokeKey(key.id, label)));
+      actions.append(revoke);
+    } else {
+      actions.textContent = 'managed by an operator';
+    }
+    body.append(row);
+  }
+}
+
+async function createKey(event) {
+  event.preventDefault();
+  const label = $('key-label').value.trim();
+  const expiresInDays = Number($('key-days').value);
+  if (!label || !Number.isInteger(expiresInDays) || expiresInDays < 1) {
+    say('Give the key a label and a number of days.');
+    return;
+  }
+  const body = { label, expiresInDays, ...($('key-read-only').checked && { scope: { readOnly: true } }) };
+  const response = await api('/api/v1/account/api-keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (response.status !== 201) {
+    say(await messageOf(response, 'The key could not be created.'));
+    return;
+  }
+  const created = await response.json();
+  $('new-key-value').value = created.key;
+  $('new-key').hidden = false;
+  $('new-key').focus();
+  $('key-label').value = '';
+  say(`Created key ${created.label}.`);
+  await showKeys();
+}
+
+async function copyKey() {
+  const field = $('new-key-value');
+  try {
+    await navigator.clipboard.writeText(field.value);
+    say('Copied to the clipboard.');
+  } catch {
+    // Without clipboard permission: selected, for Ctrl+C.
+    field.select();
+    say('Press Ctrl+C (or ⌘C) to copy the selected key.');
+  }
+}
+
+function forgetNewKey() {
+  $('new-key-value').value = '';
+  $('new-key').hidden = true;
+  $('key-label').focus();
+}
+
+async function revokeKey(id, label) {
+  if (!window.confirm(`Revoke the key "${label}"? Logins with it, and the sessions it opened, stop at once.`)) return;
+  const response = await api(`/api/v1/account/api-keys/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  say(response.status === 204 ? `Revoked key ${label}.` : await messageOf(response, 'The key could not be revoked.'));
+  await Promise.all([showKeys(), showSessions()]);
+}
+
+async function showSessions() {
+  const { sessions } = await (await api('/api/v1/account/sessions')).json();
+  const list = $('sessions');
+  list.replaceChildren();
+  for (const session of sessions) {
+    const item = document.createElement('li');
+    const text = document.createElement('span');
+    const how = session.method === 'api_key' ? `API key ${session.apiKeyId}` : 'password';
+    text.textContent = `Started ${new Date(session.createdAt).toLocaleString()} with ${how}${session.current ? ' (this session)' : ''}`;
+    const end = document.createElement('button');
+    end.type = 'button';
+    end.className = 'secondary';
+    end.textContent = 'Sign out';
+    end.setAttribute('aria-label', `Sign out the session started ${new Date(session.createdAt).toLocaleString()}`);
+    end.addEventListener('click', guarded(() => endSession(session)));
+    item.append(text, end);
+    list.append(item);
+  }
+}
+
+async function endSession(session) {
+  await api(`/api/v1/account/sessions/${encodeURIComponent(session.id)}`, { method: 'DELETE' });
+  if (session.current) signedOut('You signed out.');
+  else await showSessions();
+}
+
+async function signOutEverywhere() {
+  if (!window.confirm('Sign out every session, this one included?')) return;
+  await api('/api/v1/account/sessions', { method: 'DELETE' });
+  signedOut('You signed out everywhere.');
+}
+
+async function logOut() {
+  await api('/api/v1/auth/logout', { method: 'POST' }).catch(() => {});
+  signedOut('You logged out.');
+}
+
+/** A click's failure is shown, not lost in the console. */
+function guarded(handler) {
+  return (event) => handler(event).catch((error) => {
+    if (error?.message !== 'signed out') say('Something went wrong. Please retry.');
+  });
+}
+
+$('login-form').addEventListener('submit', guarded(logIn));
+$('create-form').addEventListener('submit', guarded(createKey));
+$('copy-key').addEventListener('click', guarded(copyKey));
+$('done-key').addEventListener('click', forgetNewKey);
+$('sign-out-everywhere').addEventListener('click', guarded(signOutEverywhere));
+$('logout').addEventListener('click', guarded(logOut));
+$('login-username').focus();

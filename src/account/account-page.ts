@@ -1,0 +1,43 @@
+// The account page at /account: plain HTML, CSS and one script module, read
+// once at start and served with a strict Content-Security-Policy: nothing
+// inline, nothing from elsewhere, no framing. The page holds its tokens in
+// memory only; this module only hands out the files.
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance } from 'fastify';
+
+/** `public/account/` of the package: two levels up from both src/account/ and dist/account/. */
+const PAGE_DIR = new URL('../../public/account/', import.meta.url);
+
+const FILES = [
+  { path: '/account', file: 'index.html', type: 'text/html; charset=utf-8' },
+  { path: '/account/account.css', file: 'account.css', type: 'text/css; charset=utf-8' },
+  { path: '/account/account.js', file: 'account.js', type: 'text/javascript; charset=utf-8' },
+] as const;
+
+export const ACCOUNT_PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'content-security-policy': ACCOUNT_PAGE_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  // The page is small and changes with the gateway: always fetched anew.
+  'cache-control': 'no-store',
+} as const;
+
+export async function accountPage(app: FastifyInstance): Promise<void> {
+  const contents = await Promise.all(FILES.map(async (entry) => ({ ...entry, body: await readFile(new URL(entry.file, PAGE_DIR)) })));
+  for (const { path, type, body } of contents) {
+    app.get(path, async (_request, reply) => reply.headers(SECURITY_HEADERS).type(type).send(body));
+  }
+  app.get('/account/', async (_request, reply) => reply.redirect('/account', 301));
+}

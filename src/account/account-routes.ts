@@ -1,0 +1,83 @@
+// The account API under /api/v1/account: the bearer's own account, API keys
+// and sessions (account-service.ts decides; this is the wire). Bodies are
+// JSON, checked by schema (an unknown field is refused, not ignored: a typo
+// in `readOnly` must not make a key that can write).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import type { Principal } from '../auth/principal.js';
+import { KEY_ID_PATTERN } from '../identity/api-keys.js';
+import { ROLE_NAME_PATTERN } from '../identity/key-scope.js';
+import { acceptJsonBodiesOnly } from '../http/json-body.js';
+import { gatehouseError } from '../http/errors.js';
+import type { AccountService, NewKeyRequest } from './account-service.js';
+
+export interface AccountRoutesOptions {
+  account: AccountService;
+  bearer: BearerAuthenticator;
+  bodyLimitBytes: number;
+  maxKeyLifetimeDays: number;
+}
+
+/** Printable text: a label is shown in pages and tables. */
+export const MAX_ACCOUNT_LABEL_LENGTH = 64;
+const LABEL_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]+$';
+const ROLE_NAME = { type: 'string', pattern: ROLE_NAME_PATTERN.source } as const;
+
+const NO_STORE = { 'cache-control': 'no-store' } as const;
+
+export async function accountRoutes(app: FastifyInstance, options: AccountRoutesOptions): Promise<void> {
+  const { account, bearer, bodyLimitBytes } = options;
+  acceptJsonBodiesOnly(app);
+
+  const newKeyBody = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['label'],
+    properties: {
+      label: { type: 'string', minLength: 1, maxLength: MAX_ACCOUNT_LABEL_LENGTH, pattern: LABEL_PATTERN },
+      expiresInDays: { type: 'integer', minimum: 1, maximum: options.maxKeyLifetimeDays },
+      scope: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          roles: { type: 'array', items: ROLE_NAME, maxItems: 32, uniqueItems: true },
+          scopes: { type: 'array', items: ROLE_NAME, maxItems: 32, uniqueItems: true },
+          readOnly: { type: 'boolean' },
+        },
+      },
+    },
+  } as const;
+
+  const caller = async (request: FastifyRequest): Promise<Principal> => bearer.authenticate(bearer.presented(request.headers));
+
+  app.get('/api/v1/account', async (request, reply) => reply.headers(NO_STORE).send(await account.account(await caller(request))));
+
+  app.get('/api/v1/account/api-keys', async (request, reply) => reply.headers(NO_STORE).send({ apiKeys: await account.listKeys(await caller(request)) }));
+
+  app.post<{ Body: NewKeyRequest }>('/api/v1/account/api-keys', { bodyLimit: bodyLimitBytes, schema: { body: newKeyBody } }, async (request, reply) => {
+    const principal = await caller(request);
+    return reply.code(201).headers(NO_STORE).send(await account.createKey(principal, request.body));
+  });
+
+  app.delete<{ Params: { id: string } }>('/api/v1/account/api-keys/:id', async (request, reply) => {
+    const principal = await caller(request);
+    // A malformed id names no key: the same 404 as an unknown or foreign one.
+    if (!KEY_ID_PATTERN.test(request.params.id)) throw gatehouseError('api_key_not_found');
+    await account.revokeKey(principal, request.params.id);
+    return reply.code(204).send();
+  });
+
+  app.get('/api/v1/account/sessions', async (request, reply) => reply.headers(NO_STORE).send({ sessions: await account.sessions(await caller(request)) }));
+
+  app.delete('/api/v1/account/sessions', async (request, reply) => {
+    await account.endAllSessions(await caller(request));
+    return reply.code(204).send();
+  });
+
+  app.delete<{ Params: { id: string } }>('/api/v1/account/sessions/:id', async (request, reply) => {
+    const principal = await caller(request);
+    if (request.params.id.length > 64) throw gatehouseError('session_not_found');
+    await account.endSession(principal, request.params.id);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,72 @@
+// Users' own API keys in the users file, for the in-memory store's single
+// instance: written as `gatehouse apikeys` writes them (atomically, the same
+// record), then read back at once, so the new key logs in and a revoked one
+// stops, before the answer leaves. Writes on this instance are one at a time:
+// each reads the file the previous one wrote.
+import { gatehouseError } from '../http/errors.js';
+import type { LocalIdentityProvider } from '../identity/local-provider.js';
+import { addApiKey, findApiKey, readUsersFile, revokeApiKey, UsersChangeError, writeUsersFile, type NewApiKey } from '../identity/users-file.js';
+import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
+
+export class FileApiKeys implements ApiKeyDirectory {
+  readonly kind = 'users file' as const;
+  readonly #file: string;
+  readonly #identity: LocalIdentityProvider;
+  /** Last uses since start: not worth a file write per login. */
+  readonly #used = new Map<string, number>();
+  #writing: Promise<unknown> = Promise.resolve();
+
+  constructor(file: string, identity: LocalIdentityProvider) {
+    this.#file = file;
+    this.#identity = identity;
+  }
+
+  async list(owner: KeyOwner): Promise<HeldApiKey[]> {
+    return this.#identity.apiKeysOf(owner.sub).filter((key) => key.revokedAt === undefined).map((key) => ({ ...key, sub: owner.sub }));
+  }
+
+  create(owner: KeyOwner, key: NewApiKey, maxPerUser: number): Promise<HeldApiKey> {
+    return this.#change(async () => {
+      const data = await readUsersFile(this.#file);
+      const held = data.users[owner.username]?.apiKeys.filter((k) => k.revokedAt === undefined).length ?? 0;
+      if (held >= maxPerUser) throw gatehouseError('api_key_limit', { reason: `a user may hold at most ${maxPerUser} API keys` });
+      const next = addApiKey(data, owner.username, key);
+      await writeUsersFile(this.#file, next);
+      return { ...findApiKey(next, key.keyId)!.key, sub: owner.sub };
+    });
+  }
+
+  revoke(owner: KeyOwner, keyId: string): Promise<boolean> {
+    return this.#change(async () => {
+      const data = await readUsersFile(this.#file);
+      const found = findApiKey(data, keyId);
+      if (!found || found.username !== owner.username || found.key.revokedAt !== undefined) return false;
+      await writeUsersFile(this.#file, revokeApiKey(data, keyId));
+      return true;
+    });
+  }
+
+  recordUse(keyId: string, atMs: number): void {
+    this.#used.set(keyId, atMs);
+  }
+
+  async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
+    return new Map(keyIds.flatMap((id) => (this.#used.has(id) ? [[id, this.#used.get(id)!] as const] : [])));
+  }
+
+  /** One change at a time, each followed by a reload, so the change is in force when it resolves. */
+  #change<T>(write: () => Promise<T>): Promise<T> {
+    const run = this.#writing.then(async () => {
+      try {
+        return await write();
+      } catch (error) {
+        if (error instanceof UsersChangeError) throw gatehouseError('invalid_request', { reason: error.message, cause: error });
+        throw error;
+      } finally {
+        await this.#identity.reload();
+      }
+    });
+    this.#writing = run.catch(() => {});
+    return run;
+  }
+}
