@@ -3,7 +3,12 @@
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
-import { addApiKey, getUser, readUsersFile, revokeApiKey, writeUsersFile, findApiKey } from '../identity/users-file.js';
+import { pino } from 'pino';
+import { StoreApiKeys } from '../account/store-api-keys.js';
+import type { StoreConfig } from '../config/schema.js';
+import { addApiKey, getUser, readUsersFile, revokeApiKey, writeUsersFile, findApiKey, type UsersFileData } from '../identity/users-file.js';
+import { createStore } from '../store/create-store.js';
+import type { Store } from '../store/store.js';
 import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { printable, type CliIo } from './io.js';
 
@@ -16,8 +21,8 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
       details: '  The users file keeps only a digest of the key: copy it when it is shown.',
       run: create,
     },
-    revoke: { synopsis: 'revoke KEYID', summary: 'revoke an API key and end the sessions opened with it', run: revoke },
-    list: { synopsis: 'list [USER]', summary: 'list API keys (ids and dates, never a secret)', run: list },
+    revoke: { synopsis: 'revoke KEYID', summary: 'revoke an API key (the users file\'s, or with Redis one a user made) and end the sessions opened with it', run: revoke },
+    list: { synopsis: 'list [USER]', summary: 'list API keys, with Redis those users made too (ids and dates, never a secret)', run: list },
   },
 };
 
@@ -73,6 +78,14 @@ async function revoke(args: string[], io: CliIo): Promise<number> {
   const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
   const keyId = singlePositional(positionals, 'KEYID');
   const data = await readUsersFile(io.usersFile);
+  // Not the file's: a key a user made on the account page, in the store.
+  if (!findApiKey(data, keyId) && io.store?.url) {
+    const owner = await withStoreKeys(io.store, (keys, store) => revokeStoreKey(keys, store, data, keyId));
+    if (owner !== undefined) {
+      writeLine(io.stdout, `revoked API key ${keyId} of user ${owner}`);
+      return EXIT_OK;
+    }
+  }
   const next = revokeApiKey(data, keyId);
   await writeUsersFile(io.usersFile, next);
   writeLine(io.stdout, `revoked API key ${keyId} of user ${findApiKey(next, keyId)!.username}`);
@@ -86,16 +99,36 @@ async function list(args: string[], io: CliIo): Promise<number> {
   const data = await readUsersFile(io.usersFile);
   if (only !== undefined) getUser(data, only);
 
-  // Key ids and metadata only: never a digest.
-  const rows = Object.entries(data.users)
-    .filter(([name]) => only === undefined || name === only)
-    .flatMap(([name, user]) =>
-      user.apiKeys.map((key) => [key.id, name, printable(key.label ?? '-') || '-', key.createdAt, key.revokedAt ?? '-']),
-    );
+  // Key ids and metadata only: never a digest. With Redis, users' own keys too (deleted when revoked).
+  const users = Object.entries(data.users).filter(([name]) => only === undefined || name === only);
+  const stored = io.store?.url ? await withStoreKeys(io.store, (keys) => Promise.all(users.map(([username, user]) => keys.list({ sub: user.id, username })))) : [];
+  const rows = users.flatMap(([name, user], index) =>
+    [...user.apiKeys, ...(stored[index] ?? [])].map((key) => [key.id, name, printable(key.label ?? '-') || '-', key.createdAt, key.revokedAt ?? '-']),
+  );
   if (rows.length === 0) {
     writeLine(io.stderr, only === undefined ? 'no API keys' : `no API keys for ${only}`);
     return EXIT_OK;
   }
   writeLine(io.stdout, formatTable([['KEY ID', 'USER', 'LABEL', 'CREATED', 'REVOKED'], ...rows]));
   return EXIT_OK;
+}
+
+/** The store's keys (and the store, to end sessions) for one command; closed afterwards. */
+async function withStoreKeys<T>(config: StoreConfig, use: (keys: StoreApiKeys, store: Store) => Promise<T>): Promise<T> {
+  const store = await createStore(config, pino({ enabled: false }));
+  try {
+    return await use(new StoreApiKeys(store.redisClient!, config.keyPrefix), store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Deletes a store-held key and ends the sessions it opened (announced to every gateway); its owner's name, or undefined. */
+async function revokeStoreKey(keys: StoreApiKeys, store: Store, data: UsersFileData, keyId: string): Promise<string | undefined> {
+  const key = await keys.find(keyId);
+  const owner = key && Object.entries(data.users).find(([, user]) => user.id === key.sub);
+  if (!key || !owner) return undefined;
+  await keys.revoke({ sub: key.sub, username: owner[0] }, keyId);
+  for (const session of await store.listSessions(key.sub)) if (session.apiKeyId === keyId) await store.revokeSession(session.sid);
+  return owner[0];
 }

@@ -81,7 +81,10 @@ const COMMANDS: Record<string, Command> = {
     const { identity, store } = loadConfig(config);
     return { ...io, usersFile: usersFileOf(identity, config), store };
   }),
-  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => ({ ...io, usersFile: usersFileOf(loadConfig(config).identity, config) })),
+  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => {
+    const { identity, store } = loadConfig(config);
+    return { ...io, usersFile: usersFileOf(identity, config), store };
+  }),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const { tokens } = loadConfig(config);
     return { ...io, keysFile: tokens.keysFile, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };

@@ -7,7 +7,7 @@ import { CliError, type OutputIo } from './command.js';
 export interface CliIo extends OutputIo {
   /** The users file the commands read and replace. */
   usersFile: string;
-  /** The configured store: `users unlock` clears login throttling there. */
+  /** The configured store: `users unlock` clears login throttling there; `apikeys` lists and revokes users' own keys there. */
   store?: StoreConfig;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
 }
