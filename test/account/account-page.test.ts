@@ -1,0 +1,193 @@
+// The account page in a real browser (headless Chromium): log in, make a key
+// and read its secret once, use it, revoke it in the page, and see the
+// revocation on a second gateway instance sharing Redis. Also what the page
+// promises: the spec's message for a wrong password, tokens in memory only (a
+// reload asks to log in again), renewal before expiry, a strict CSP, the
+// keyboard, and a phone's width. A screenshot is kept for reviewers.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACCOUNT_PAGE_CSP } from '../../src/account/account-page.js';
+import { ARTIFACTS_DIR, launchBrowser, type TestBrowser } from '../helpers/browser.js';
+import { postJson, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
+import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
+
+let browser: TestBrowser;
+let redis: { url: string; close(): Promise<void> };
+let dir: string;
+let a: TestGateway;
+let b: TestGateway;
+
+beforeAll(async () => {
+  redis = await testRedisUrl();
+  dir = await mkdtemp(join(tmpdir(), 'gatehouse-page-'));
+  await writeTestUsers(join(dir, 'users.yaml'), [{ name: 'alice', password: 'alice-password-1', roles: ['reader'], apiKeys: 1 }]);
+  const keyPrefix = uniquePrefix();
+  const instance = () =>
+    startTestGateway({
+      config: {
+        store: { url: redis.url, keyPrefix },
+        identity: { usersFile: join(dir, 'users.yaml') },
+        // Short-lived access tokens: the page must renew them while it is open.
+        tokens: { keysFile: join(dir, 'keys.json'), accessTokenTtlS: 12 },
+        authorization: { roles: ['reader'] },
+      },
+    });
+  [a, b] = [await instance(), await instance()];
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all([a?.close(), b?.close()]);
+  await redis?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Logs in with the keyboard only: type, Tab, type, Enter. */
+async function logInByKeyboard(page: Page, password: string): Promise<void> {
+  await page.locator('#login-username').focus();
+  await page.keyboard.type('alice');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(password);
+  await page.keyboard.press('Enter');
+}
+
+describe('the account page', () => {
+  it('is served with a strict Content-Security-Policy and no inline script or style', async () => {
+    const response = await fetch(`${a.url}/account`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-security-policy')).toBe(ACCOUNT_PAGE_CSP);
+    expect(ACCOUNT_PAGE_CSP).not.toMatch(/unsafe-inline|unsafe-eval/);
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await response.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/\sstyle=|<style/);
+    expect(html).not.toMatch(/\son[a-z]+=/);
+  });
+
+  it('shows the spec\'s message for a wrong password', async () => {
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'not-the-password');
+      await expect.poll(() => page.locator('#login-error').textContent()).toBe('Please log in to carry out this action.');
+      expect(await page.locator('#account').isHidden()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('makes a key shown once, which logs in on another instance until it is revoked in the page', async () => {
+    const page = await browser.browser.newPage({ viewport: { width: 1000, height: 900 } });
+    const cspViolations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.locator('#account').waitFor({ state: 'visible' });
+      expect(await page.locator('#username').textContent()).toBe('alice');
+
+      await page.getByLabel('Label').fill('ci pipeline');
+      await page.getByLabel('Expires in (days)').fill('30');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const secret = page.locator('#new-key-value');
+      await expect.poll(() => secret.inputValue()).toMatch(/^ghk_[0-9a-f]{16}_/);
+      const key = await secret.inputValue();
+      expect(await page.locator('#new-key').textContent()).toContain('It will not be shown again.');
+      await page.getByRole('row', { name: /ci pipeline/ }).waitFor();
+
+      await mkdir(ARTIFACTS_DIR, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS_DIR, 'account-page.png'), fullPage: true, mask: [secret] });
+
+      // The key works on the other instance at once.
+      expect((await postJson(`${b.url}/api/v1/auth/login`, { username: 'alice', password: key })).status).toBe(200);
+
+      // Shown once: gone from the page when the user says it was copied.
+      await page.getByRole('button', { name: 'I have copied it' }).click();
+      expect(await page.locator('#new-key').isHidden()).toBe(true);
+      expect(await secret.inputValue()).toBe('');
+
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.getByRole('button', { name: 'Revoke key ci pipeline' }).click();
+      await page.getByRole('row', { name: /ci pipeline/ }).waitFor({ state: 'detached' });
+      const refused = await postJson(`${b.url}/api/v1/auth/login`, { username: 'alice', password: key });
+      expect(refused.status).toBe(401);
+
+      // Tokens were never written anywhere a page can keep them.
+      expect(await page.evaluate('localStorage.length + sessionStorage.length + document.cookie.length')).toBe(0);
+      expect(cspViolations).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('renews the access token with the refresh token before it expires', async () => {
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.locator('#account').waitFor({ state: 'visible' });
+      // expires_in 12 s: renewed 10 s before, so within about 2 s.
+      const renewal = await page.waitForResponse((response) => response.url().endsWith('/api/v1/auth/refresh'), { timeout: 15_000 });
+      expect(renewal.status()).toBe(200);
+      // The renewed token works: the page can still read the keys.
+      await page.reload();
+      await page.locator('#login').waitFor({ state: 'visible' });
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('asks to log in again after a reload: nothing survives it', async () => {
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.locator('#account').waitFor({ state: 'visible' });
+      await page.reload();
+      await page.locator('#login').waitFor({ state: 'visible' });
+      expect(await page.locator('#account').isHidden()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('signs out everywhere: every session of the user ends', async () => {
+    const other = (await (await postJson(`${b.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as { access_token: string };
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.getByRole('button', { name: 'Sign out everywhere' }).waitFor();
+      page.once('dialog', (dialog) => void dialog.accept());
+      await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+      await page.locator('#login').waitFor({ state: 'visible' });
+      const refused = await fetch(`${b.url}/api/v1/account`, { headers: { authorization: `Bearer ${other.access_token}` } });
+      expect(refused.status).toBe(401);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('reads on a phone: nothing wider than the screen, every control labelled', async () => {
+    const page = await browser.browser.newPage({ viewport: { width: 360, height: 740 }, isMobile: true });
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.locator('#account').waitFor({ state: 'visible' });
+      // Run in the page (as text: this file is compiled without the DOM's types).
+      expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      const unlabelled = await page.evaluate(`[...document.querySelectorAll('input, button')]
+        .filter((element) => element.offsetParent !== null)
+        .filter((element) => !((element.labels?.length ? element.labels[0].textContent : (element.getAttribute('aria-label') ?? element.textContent)) ?? '').trim())
+        .map((element) => element.outerHTML)`);
+      expect(unlabelled).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+});
