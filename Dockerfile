@@ -16,6 +16,8 @@ WORKDIR /app
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
 COPY package.json ./
+# The account page's static files (/account).
+COPY public ./public
 COPY config/container.yaml /etc/gatehouse/gatehouse.yaml
 RUN mkdir -p /var/lib/gatehouse && chown node:node /var/lib/gatehouse
 # The config is mounted read-only; users, keys and the journal live on the data volume,

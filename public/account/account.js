@@ -88,11 +88,12 @@ async function logIn(event) {
   }
   keep(await response.json());
   $('login-password').value = '';
+  say('');
+  // Shown once filled in: never an empty account for a moment.
+  await showAccount();
   $('login').hidden = true;
   $('account').hidden = false;
   $('signed-in').hidden = false;
-  say('');
-  await showAccount();
   $('keys-title').focus();
 }
 

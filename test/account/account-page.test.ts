@@ -173,6 +173,23 @@ describe('the account page', () => {
     }
   });
 
+  it('shows a label that looks like markup as text: a key\'s label cannot run script in the page', async () => {
+    const { access_token } = (await (await postJson(`${a.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as { access_token: string };
+    const label = '<img src=x onerror="window.pwned=1">';
+    const created = await fetch(`${a.url}/api/v1/account/api-keys`, { method: 'POST', headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ label }) });
+    expect(created.status).toBe(201);
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      await logInByKeyboard(page, 'alice-password-1');
+      await page.getByRole('cell', { name: label, exact: true }).waitFor();
+      expect(await page.evaluate('window.pwned')).toBeUndefined();
+      expect(await page.locator('#keys img').count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('reads on a phone: nothing wider than the screen, every control labelled', async () => {
     const page = await browser.browser.newPage({ viewport: { width: 360, height: 740 }, isMobile: true });
     try {

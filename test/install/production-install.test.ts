@@ -72,6 +72,8 @@ beforeAll(async () => {
   // The build stage: compile, then install production dependencies only.
   await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--outDir', join(app, 'dist')]);
   for (const file of ['package.json', 'package-lock.json']) await cp(file, join(app, file));
+  // The account page's static files, as the image copies them.
+  await cp('public', join(app, 'public'), { recursive: true });
   await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts'], { cwd: app, timeout: INSTALL_TIMEOUT_MS });
 
   redis = await startRedisServer();
@@ -157,6 +159,11 @@ describe('the production install', () => {
     const status = await fetch(`${url}/api/v1/requests/${requestId}/status`, { headers: auth });
     expect(status.status).toBe(200);
     expect(await status.json()).toMatchObject({ status: 'pending' });
+
+    // The account page's files are in the install, and a key made through its API lives in Redis.
+    expect((await fetch(`${url}/account`)).status).toBe(200);
+    const key = await fetch(`${url}/api/v1/account/api-keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'installed' }) });
+    expect(key.status).toBe(201);
 
     // Everything it wrote belongs to the unprivileged user.
     const { stdout } = await run('stat', ['-c', '%u %n', join(data, 'users.yaml'), join(data, 'keys.json')]);
