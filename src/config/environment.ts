@@ -4,6 +4,7 @@
 // exist and be writable so that the first start can create it; with Redis,
 // the journal's folder must be writable or creatable. Read-only:
 // nothing here creates, writes or locks a file.
+import { createPrivateKey } from 'node:crypto';
 import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
@@ -32,6 +33,9 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
     const field = options.label('tokens.keysFile');
     problems.push(...keysFileProblems(files.keysFile, options.embeddedDefault.keysFile).map((p) => `${field}: ${p}`));
   }
+  if (files.privateKeyFile !== undefined) {
+    problems.push(...privateKeyProblems(files.privateKeyFile).map((p) => `${options.label('identity.privateKeyFile')}: ${p}`));
+  }
   if (files.journalDir !== undefined) {
     problems.push(...journalDirProblems(files.journalDir).map((p) => `requests.journalDir: ${p}`));
   }
@@ -54,6 +58,24 @@ function journalDirProblems(dir: string): string[] {
   if (!stats.isDirectory()) return [`${folder} is not a directory, so ${dir} cannot be a journal directory`];
   if (accessCode(folder, constants.W_OK | constants.X_OK) !== undefined) {
     return [`directory ${folder} is not writable (accepted requests are journalled in ${dir} while the store is down)`];
+  }
+  return [];
+}
+
+/** The client's key for private_key_jwt: a readable PKCS#8 PEM private key (never quoted back: it is a secret). */
+function privateKeyProblems(file: string): string[] {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (error) {
+    return [`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`];
+  }
+  const notPkcs8 = `${file} is not a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----)`;
+  if (!pem.includes('-----BEGIN PRIVATE KEY-----')) return [notPkcs8];
+  try {
+    createPrivateKey(pem);
+  } catch {
+    return [notPkcs8];
   }
   return [];
 }

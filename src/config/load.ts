@@ -97,6 +97,8 @@ export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
 export interface ConfiguredFiles {
   usersFile?: string;
   keysFile?: string;
+  /** A fronted provider's client key (`identity.privateKeyFile`). */
+  privateKeyFile?: string;
   /** Only with a Redis store: the in-memory store never journals. */
   journalDir?: string;
 }
@@ -135,6 +137,8 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   const keysFile = stringAt(merged, 'tokens', 'keysFile');
   if (usersFile) files.usersFile = resolvePath(options.baseDir, usersFile);
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
+  const privateKeyFile = stringAt(merged, 'identity', 'privateKeyFile');
+  if (privateKeyFile) files.privateKeyFile = resolvePath(options.baseDir, privateKeyFile);
   if (stringAt(merged, 'store', 'url')) {
     files.journalDir = resolvePath(options.baseDir, stringAt(merged, 'requests', 'journalDir') ?? DEFAULT_JOURNAL_DIR);
   }
@@ -146,6 +150,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   }
   const config = result.data;
   if (config.identity.provider === 'local') config.identity.usersFile = files.usersFile!;
+  if (config.identity.provider === 'oidc' && files.privateKeyFile) config.identity.privateKeyFile = files.privateKeyFile;
   config.tokens.keysFile = files.keysFile!;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
   return { config: deepFreeze(config), problems: [], files, label };

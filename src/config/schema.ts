@@ -87,8 +87,14 @@ export const OidcIdentitySchema = z.strictObject({
   issuer: httpUrl,
   clientId: z.string().min(1),
   /** How Gatehouse authenticates at the token endpoint (RFC 6749 2.3, OIDC Core 9). */
-  clientAuth: z.enum(['client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
-  clientSecret: z.string().min(1),
+  clientAuth: z.enum(['client_secret_basic', 'client_secret_post', 'private_key_jwt']).default('client_secret_basic'),
+  /** For client_secret_basic and client_secret_post (env GATEHOUSE_OIDC_CLIENT_SECRET). */
+  clientSecret: z.string().min(1).optional(),
+  /** For private_key_jwt: the client's private key, a PKCS#8 PEM file (its public key registered at the provider). */
+  privateKeyFile: z.string().min(1).optional(),
+  privateKeyAlgorithm: z.enum(['RS256', 'ES256', 'EdDSA']).default('RS256'),
+  /** The `kid` the provider knows the key by, when it needs one to pick the key. */
+  privateKeyId: z.string().min(1).optional(),
   scopes: z.array(z.string().min(1)).default(['openid']),
   /** The audience (resource indicator) access tokens must carry. */
   audience: z.string().min(1).optional(),
@@ -429,6 +435,18 @@ export const ConfigSchema = z
   routes: z.array(RouteSchema).superRefine((routes, ctx): void => checkRoutes(routes, ctx), { when: always }).default([]),
   })
   .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
+  .check((ctx) => {
+    // Each way of authenticating at the provider needs its own credential, and only it.
+    const identity = ctx.value.identity;
+    if (identity.provider !== 'oidc') return;
+    const needsKey = identity.clientAuth === 'private_key_jwt';
+    if (needsKey && identity.privateKeyFile === undefined) {
+      ctx.issues.push({ code: 'custom', path: ['identity', 'privateKeyFile'], message: 'private_key_jwt needs the client\'s private key file', input: undefined });
+    }
+    if (!needsKey && identity.clientSecret === undefined) {
+      ctx.issues.push({ code: 'custom', path: ['identity', 'clientSecret'], message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`, input: undefined });
+    }
+  })
   .check((ctx) => {
     // Workers do not share memory: sessions and statuses must live in Redis.
     if (ctx.value.server.workers !== 1 && !ctx.value.store.url) {

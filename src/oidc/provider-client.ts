@@ -3,6 +3,8 @@
 // way the provider can fail is put into Gatehouse's error catalogue here, so a
 // provider outage is never mistaken for a wrong password (spec 7 keeps 401 and
 // 400 for the user's own mistakes).
+import { readFile } from 'node:fs/promises';
+import { importPKCS8 } from 'jose';
 import * as client from 'openid-client';
 import type { OidcIdentityConfig } from '../config/schema.js';
 import { gatehouseError, type ErrorCode } from '../http/errors.js';
@@ -23,7 +25,7 @@ export class OidcProviderClient {
   /** Reads the provider's discovery document; a provider that is down at start fails with a 502/504 error. */
   static async discover(settings: OidcIdentityConfig): Promise<OidcProviderClient> {
     const timed = timedFetch(settings.timeoutMs);
-    const auth = settings.clientAuth === 'client_secret_post' ? client.ClientSecretPost(settings.clientSecret) : client.ClientSecretBasic(settings.clientSecret);
+    const auth = await clientAuthentication(settings);
     const execute = new URL(settings.issuer).protocol === 'http:' ? [client.allowInsecureRequests] : [];
     try {
       const config = await client.discovery(new URL(settings.issuer), settings.clientId, undefined, auth, { execute, [client.customFetch]: timed });
@@ -90,6 +92,22 @@ export class OidcProviderClient {
       throw providerFailure(error);
     }
     return toTokenSet(answer, refusal, this.#settings.refreshTokenTtlS);
+  }
+}
+
+/** How the gateway proves itself at the token endpoint: its secret, or an assertion signed with its private key. */
+async function clientAuthentication(settings: OidcIdentityConfig): Promise<client.ClientAuth> {
+  switch (settings.clientAuth) {
+    case 'private_key_jwt': {
+      // The file was checked at start (config/environment.ts); a key that fails here is a config fault, said as such.
+      const pem = await readFile(settings.privateKeyFile!, 'utf8');
+      const key = await importPKCS8(pem, settings.privateKeyAlgorithm);
+      return client.PrivateKeyJwt({ key, ...(settings.privateKeyId && { kid: settings.privateKeyId }) });
+    }
+    case 'client_secret_post':
+      return client.ClientSecretPost(settings.clientSecret!);
+    default:
+      return client.ClientSecretBasic(settings.clientSecret!);
   }
 }
 

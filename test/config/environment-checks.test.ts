@@ -2,6 +2,7 @@
 // anything is written, and their problems come with the schema's, each with
 // its field path. Only the embedded default may start without its users file
 // or keys folder.
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +95,29 @@ describe('the keys file', () => {
     expect(problemsOf({ file: DEFAULT_CONFIG_FILE, env: { GATEHOUSE_KEYS_FILE: join(dir, 'no-such-dir', 'keys.json') } })).toEqual([
       `tokens.keysFile (from GATEHOUSE_KEYS_FILE): directory ${join(dir, 'no-such-dir')} does not exist`,
     ]);
+  });
+});
+
+describe('a fronted provider\'s client key (private_key_jwt)', () => {
+  const oidc = (keyFile: string) => [`identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt, privateKeyFile: ${keyFile}}`, 'tokens: {keysFile: ./keys.json}'];
+
+  it('must be named', () => {
+    const file = configFile(['identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt}', 'tokens: {keysFile: ./keys.json}']);
+    expect(problemsOf({ file, env: {} })).toEqual([expect.stringMatching(/^identity\.privateKeyFile: private_key_jwt needs/)]);
+  });
+
+  it('must exist and be a PKCS#8 PEM private key, and is never quoted back', () => {
+    expect(problemsOf({ file: configFile(oidc('./missing.pem')), env: {} })).toEqual([expect.stringMatching(/^identity\.privateKeyFile: cannot read .*missing\.pem \(ENOENT\)/)]);
+    writeFileSync(join(dir, 'secret.txt'), 'not-a-key-but-a-secret');
+    const problems = problemsOf({ file: configFile(oidc('./secret.txt')), env: {} });
+    expect(problems).toEqual([expect.stringMatching(/^identity\.privateKeyFile: .*secret\.txt is not a PKCS#8 PEM private key/)]);
+    expect(problems.join('\n')).not.toContain('not-a-key-but-a-secret');
+  });
+
+  it('passes with a PKCS#8 key, resolved against the config folder', () => {
+    writeFileSync(join(dir, 'client.pem'), generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }));
+    const { config } = loadCheckedConfig({ file: configFile(oidc('./client.pem')), env: {} });
+    expect((config.identity as { privateKeyFile: string }).privateKeyFile).toBe(join(dir, 'client.pem'));
   });
 });
 

@@ -42,14 +42,16 @@ export interface TestProviderOptions {
   port?: number;
   /** Access token lifetime (a benchmark outlasts the default 300 s). */
   accessTokenTtlS?: number;
+  /** A second client that authenticates with private_key_jwt, by this public key. */
+  privateKeyJwtClient?: { clientId: string; publicJwk: Record<string, unknown> };
 }
 
 export async function startOpenIdProvider(users: Record<string, TestUser>, options: TestProviderOptions = {}): Promise<TestOpenIdProvider> {
-  const { port = 0, accessTokenTtlS = 300 } = options;
+  const { port = 0 } = options;
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  let provider = await buildProvider(issuer, users, accessTokenTtlS);
+  let provider = await buildProvider(issuer, users, options);
   let handle = provider.callback();
   const hits = new Map<string, number>();
   const op: TestOpenIdProvider = {
@@ -58,7 +60,7 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
     intercept: undefined,
     get provider() { return provider; },
     server,
-    rotateKeys: async () => { provider = await buildProvider(issuer, users, accessTokenTtlS); handle = provider.callback(); },
+    rotateKeys: async () => { provider = await buildProvider(issuer, users, options); handle = provider.callback(); },
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
   // The in-memory adapter is shared by every instance, so grants survive a rotation.
@@ -71,9 +73,15 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
   return op;
 }
 
-async function buildProvider(issuer: string, users: Record<string, TestUser>, accessTokenTtlS: number): Promise<Provider> {
+async function buildProvider(issuer: string, users: Record<string, TestUser>, options: TestProviderOptions): Promise<Provider> {
+  const { accessTokenTtlS = 300, privateKeyJwtClient } = options;
   const provider = new Provider(issuer, {
-    clients: [{ client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }],
+    clients: [
+      { client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] },
+      ...(privateKeyJwtClient
+        ? [{ client_id: privateKeyJwtClient.clientId, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [privateKeyJwtClient.publicJwk] }, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }]
+        : []),
+    ],
     jwks: { keys: [await signingKey()] },
     scopes: ['openid', 'offline_access', 'api'],
     features: {

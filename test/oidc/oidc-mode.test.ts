@@ -4,6 +4,10 @@
 // keys, refresh tokens through cached introspection), logout ending the login
 // there and here, and every way the provider can fail put into the spec's
 // errors, never a 401 the user would take for a wrong password.
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -273,6 +277,32 @@ describe('two gateways fronting one provider, sharing Redis', () => {
       await upstream.close();
       await op.close();
       await redis.close();
+    }
+  });
+});
+
+describe('authenticating at the provider with private_key_jwt', () => {
+  it('logs in, refreshes and introspects with a signed assertion instead of a secret', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const publicJwk = { ...publicKey.export({ format: 'jwk' }), kid: 'gatehouse-key-1', alg: 'RS256', use: 'sig' };
+    const op = await startOpenIdProvider(USERS, { privateKeyJwtClient: { clientId: 'gatehouse-pkjwt', publicJwk } });
+    const upstream = await startUpstream();
+    const dir = await mkdtemp(join(tmpdir(), 'gatehouse-pkjwt-'));
+    const keyFile = join(dir, 'client-key.pem');
+    await writeFile(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }));
+    const identity = { provider: 'oidc', issuer: op.issuer, clientId: 'gatehouse-pkjwt', clientAuth: 'private_key_jwt', privateKeyFile: keyFile, privateKeyId: 'gatehouse-key-1', audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] };
+    const gateway = await startFronting(op.issuer, upstream, { identity });
+    try {
+      await ready(gateway);
+      const tokens = await login(gateway, 'bob', 'bob-password');
+      expect((await postJson(`${gateway.url}/api/v1/auth/refresh`, { refresh_token: tokens.refresh_token })).status).toBe(200);
+      expect((await fetch(`${gateway.url}/things/pk`, bearer(tokens.refresh_token))).status).toBe(200);
+      expect(op.hits.get('/token/introspection')).toBe(1);
+    } finally {
+      await gateway.close();
+      await upstream.close();
+      await op.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
