@@ -79,6 +79,11 @@ export class AuthService implements Authentication {
       expiresAt: now + refreshTokenTtlS * 1000,
     };
     await store.createSession(session);
+    if (identity.stillHolds && !(await identity.stillHolds(who))) {
+      await store.revokeSession(session.sid);
+      audit.record('failure', facts);
+      throw gatehouseError('invalid_user_credentials');
+    }
     audit.record('success', { ...facts, method: who.method === 'api_key' ? 'api_key' : 'password', username: who.username, sub: who.sub, sid: session.sid });
     // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
     return issuer.issueTokenSet(session, now, identity.grants(who));

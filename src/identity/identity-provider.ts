@@ -77,5 +77,12 @@ export interface IdentityProvider {
    * asks again. Returns the function that removes the listener.
    */
   onChange(listener: () => void): () => void;
+  /**
+   * Asked once a login's session exists: whether its API key is still
+   * there. A key revoked while the login was under way ends the sessions it
+   * finds when it is revoked; this catches the one made just after. Absent:
+   * nothing can change in between (every key is read in memory).
+   */
+  stillHolds?(identity: Identity): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -146,6 +146,15 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
   }
 
+  async stillHolds(identity: Identity): Promise<boolean> {
+    const keyId = identity.apiKeyId;
+    if (keyId === undefined || this.#snapshot.byKeyId.has(keyId) || !this.#passwords.storeKeys) return true;
+    const stored = await this.#passwords.storeKeys.find(keyId).catch((error: unknown) => {
+      throw storeUnavailable(error);
+    });
+    return stored !== null && stored.sub === identity.sub && isApiKeyActive(stored);
+  }
+
   /** The user of that id as the file says: name, creation, roles, groups; undefined when unknown. */
   userOf(sub: string): { username: string; createdAt: string; roles: readonly string[]; groups: readonly string[] } | undefined {
     const user = this.#snapshot.byId.get(sub);

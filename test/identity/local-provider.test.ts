@@ -18,6 +18,7 @@ import {
   revokeApiKey,
   setDisabled,
   writeUsersFile,
+  type ApiKeyRecord,
   type UsersFileData,
 } from '../../src/identity/users-file.js';
 import { writeFileAtomic } from '../../src/files/atomic-write.js';
@@ -174,6 +175,35 @@ describe('authenticate', () => {
     providers.push(provider as LocalIdentityProvider);
     expect(provider).toBeInstanceOf(LocalIdentityProvider);
     await expect(provider.authenticate('bob', PASSWORDS.bob)).resolves.toMatchObject({ username: 'bob' });
+  });
+});
+
+describe('keys held in the store', () => {
+  /** A store's keys, in a Map the test changes as a revocation would. */
+  function storeWith(sub: string): { keys: Map<string, ApiKeyRecord & { sub: string }>; key: string; keyId: string } {
+    const { key, keyId, hash } = generateApiKey();
+    const keys = new Map([[keyId, { id: keyId, hash, createdAt: new Date().toISOString(), sub }]]);
+    return { keys, key, keyId };
+  }
+
+  it('logs in with a key the users file does not list, and its session stays active', async () => {
+    const { keys, key, keyId } = storeWith(fx.data.users.bob!.id);
+    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, { storeKeys: { find: async (id) => keys.get(id) ?? null } });
+    providers.push(provider);
+    const identity = await provider.authenticate('bob', key);
+    expect(identity).toMatchObject({ username: 'bob', method: 'api_key', apiKeyId: keyId });
+    expect(provider.isActive(identity!)).toBe(true);
+    expect(await provider.stillHolds(identity!)).toBe(true);
+    expect(await provider.authenticate('alice', key)).toBeNull();
+  });
+
+  it('says a key revoked while its login was under way no longer holds, so the session just made is ended', async () => {
+    const { keys, key } = storeWith(fx.data.users.bob!.id);
+    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, { storeKeys: { find: async (id) => keys.get(id) ?? null } });
+    providers.push(provider);
+    const identity = await provider.authenticate('bob', key);
+    keys.clear();
+    expect(await provider.stillHolds(identity!)).toBe(false);
   });
 });
 
