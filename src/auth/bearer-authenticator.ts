@@ -19,6 +19,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { Store } from '../store/store.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError, type TokenClaims } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import { bearerChallenge } from './bearer.js';
@@ -159,12 +160,22 @@ export class BearerAuthenticator {
       const reason = error instanceof TokenError ? error.reason : isGatehouseError(error) ? error.reason : 'invalid bearer token';
       throw this.#refused(reason, undefined, error);
     }
+    // A key kept outside memory is looked up once per token, so the synchronous checks after it know the key.
+    if (principal.apiKeyId !== undefined && this.#identity.stillHolds && !(await this.#stillHolds(principal))) throw this.#refused(INACTIVE, principal);
     // The store may have read the session just before a revocation that we
     // have heard of since: the revocation wins, sessions never come back.
     if (this.#cache.wasRevoked(principal.sid)) throw this.#refused(SESSION_ENDED, principal);
     if (!this.#identity.isActive(principal)) throw this.#refused(INACTIVE, principal);
     this.#cache.remember(token, principal, epoch, startedAt);
     return principal;
+  }
+
+  async #stillHolds(principal: Principal): Promise<boolean> {
+    try {
+      return await this.#identity.stillHolds!(principal);
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
   }
 
   #onSessionRevoked(sid: string): void {

@@ -78,11 +78,12 @@ export interface IdentityProvider {
    */
   onChange(listener: () => void): () => void;
   /**
-   * Asked once a login's session exists: whether its API key is still
-   * there. A key revoked while the login was under way ends the sessions it
-   * finds when it is revoked; this catches the one made just after. Absent:
-   * nothing can change in between (every key is read in memory).
+   * Whether the session's API key is still there, asked where a key may live
+   * outside memory (the store): once a login's session exists (a key revoked
+   * while the login was under way ends the sessions it finds; this catches
+   * the one made just after), and at a token's first check (so `isActive`
+   * knows the key from then on). Absent: every key is in memory.
    */
-  stillHolds?(identity: Identity): Promise<boolean>;
+  stillHolds?(identity: Pick<Identity, 'sub' | 'apiKeyId'>): Promise<boolean>;
   close(): Promise<void>;
 }

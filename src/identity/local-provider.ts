@@ -6,6 +6,7 @@
 // rename; polling also notices a file that appears after start).
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
@@ -21,6 +22,8 @@ import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type
 export type LocalIdentityConfig = Extract<IdentityConfig, { provider: 'local' }>;
 
 const WATCH_INTERVAL_MS = 500;
+/** Store-held key ids remembered as seen; one forgotten is only looked up again at its next token's first check. */
+const STORE_KEY_IDS_MAX = 100_000;
 
 interface IndexedUser {
   username: string;
@@ -77,6 +80,13 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   #snapshot: Snapshot;
   #fileWatch: FileWatch | undefined;
   readonly #changed: Listeners<void>;
+  /**
+   * Store-held key ids this instance has seen in the store (at a login, or a
+   * token's first check): `isActive` answers from memory on every cached
+   * check, so it must know them. A key id neither the file nor this set
+   * knows (a line removed from the users file by hand) is not active.
+   */
+  readonly #storeKeyIds = new LRUCache<string, true>({ max: STORE_KEY_IDS_MAX });
   #closed = false;
   #readsStarted = 0;
   #readApplied = 0;
@@ -141,18 +151,20 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     if (sessionStartedAtMs !== undefined && sessionStartedAtMs <= user.sessionsNotBeforeMs) return false;
     if (apiKeyId === undefined) return true;
     const indexedKey = snapshot.byKeyId.get(apiKeyId);
-    // A key the file does not list is a store-held key when there are such: its sessions end when it is revoked.
-    if (indexedKey === undefined) return this.#passwords.storeKeys !== undefined;
+    // A key the file does not list: a store-held key seen in the store (its revocation ends its sessions through the store).
+    if (indexedKey === undefined) return this.#storeKeyIds.has(apiKeyId);
     return indexedKey.user.record.id === sub && isApiKeyActive(indexedKey.key);
   }
 
-  async stillHolds(identity: Identity): Promise<boolean> {
+  async stillHolds(identity: Pick<Identity, 'sub' | 'apiKeyId'>): Promise<boolean> {
     const keyId = identity.apiKeyId;
     if (keyId === undefined || this.#snapshot.byKeyId.has(keyId) || !this.#passwords.storeKeys) return true;
     const stored = await this.#passwords.storeKeys.find(keyId).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
-    return stored !== null && stored.sub === identity.sub && isApiKeyActive(stored);
+    const holds = stored !== null && stored.sub === identity.sub && isApiKeyActive(stored);
+    if (holds) this.#storeKeyIds.set(keyId, true);
+    return holds;
   }
 
   /** The user of that id as the file says: name, creation, roles, groups; undefined when unknown. */
@@ -241,6 +253,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     const user = stored ? snapshot.byId.get(stored.sub) : undefined;
     if (!stored || !user) return undefined;
     const { sub: _sub, ...key } = stored;
+    this.#storeKeyIds.set(keyId, true);
     return { user, key };
   }
 

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runApiKeysCommand } from '../../src/cli/apikeys.js';
+import type { LocalIdentityProvider } from '../../src/identity/local-provider.js';
+import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 import { runCommand } from '../helpers/cli.js';
 import { postJson, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
@@ -134,5 +136,20 @@ describe('keys made through the account API, on Redis', () => {
     expect(revoked).toMatchObject({ code: 0, stdout: `revoked API key ${created.id} of user bob\n` });
     expect((await login(a, 'bob', created.key)).status).toBe(401);
     expect((await call(b, '/api/v1/account', opened.access_token)).status).toBe(401);
+  });
+});
+
+describe('the operator\'s keys beside Redis', () => {
+  it('stop, with their sessions, when a line is removed from the users file by hand', async () => {
+    const file = join(dir, 'users.yaml');
+    const alice = operatorKeys.alice![0]!;
+    const opened = await tokens(a, 'alice', alice);
+    expect((await call(b, '/api/v1/account', opened.access_token)).status).toBe(200);
+    const data = await readUsersFile(file);
+    await writeUsersFile(file, { users: { ...data.users, alice: { ...data.users.alice!, apiKeys: [] } } });
+    await Promise.all([a.gateway.identity, b.gateway.identity].map((identity) => (identity as LocalIdentityProvider).reload()));
+    expect((await login(a, 'alice', alice)).status).toBe(401);
+    expect((await call(b, '/api/v1/account', opened.access_token)).status).toBe(401);
+    expect((await call(a, '/api/v1/account', opened.refresh_token)).status).toBe(401);
   });
 });
