@@ -1,9 +1,9 @@
 // Assembles Gatehouse in one readable order: state, identity, keys, the
 // services that use them, then the public and admin listeners' plugins.
 // Nothing else knows this file; tests and `main.ts` both start here. It
-// assembles and decides nothing: the config arrives checked (config/check.ts,
+// assembles and decides nothing: the config arrives checked (config-load/check.ts,
 // before any file is written or socket opened), listeners are built in
-// http/listeners.ts and hot reloads are config/reload.ts's.
+// server/listeners.ts and hot reloads are config-load/reload.ts's.
 import cluster from 'node:cluster';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,18 +21,18 @@ import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
-import { ConfigReloader } from './config/reload.js';
+import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
 import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
-import { adminListener, publicListener } from './http/listeners.js';
+import { adminListener, publicListener } from './server/listeners.js';
 import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider, type PasswordVerifier } from './identity/local-provider.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
-import { healthRoutes } from './observability/health.js';
+import { healthRoutes } from './server/health.js';
 import { createLogger } from './observability/logger.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
@@ -41,7 +41,7 @@ import { createSpanExport } from './observability/span-export.js';
 import { measuredStore } from './observability/store-metrics.js';
 import { GATEHOUSE_VERSION } from './observability/version.js';
 import { workerScrape } from './observability/cluster-metrics.js';
-import { metricsRoute } from './observability/metrics-route.js';
+import { metricsRoute } from './server/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
 import { Admission } from './proxy/admission.js';
 import { createCachedLookup } from './proxy/dns-cache.js';
@@ -67,7 +67,7 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A store shared with the caller (tests run two gateways on one store). */
   store?: Store;
-  /** The config file, watched for route changes (absent: routes are fixed); see config/reload.ts. */
+  /** The config file, watched for route changes (absent: routes are fixed); see config-load/reload.ts. */
   configFile?: string;
   /**
    * Forwards proxied requests instead of undici: the benchmark's comparison

@@ -5,7 +5,7 @@
 // engine. Compiled by tsc like dist/ (tsconfig.bench.json): run from source
 // through a loader, the same gateway measured about 6 % slower.
 import { createGateway } from '../../src/app.js';
-import { loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config-load/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { HttpProxyEngine } from './http-proxy-engine.js';
 

@@ -7,9 +7,9 @@
 // a password login of the last few minutes (GitHub's sudo mode). A session
 // opened with an API key can never make keys: a leaked key must not breed.
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import type { AccountConfig } from '../config/schema.js';
-import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import { generateApiKey } from '../identity/api-keys.js';
 import type { KeyScope } from '../identity/key-scope.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';

@@ -3,7 +3,7 @@
 // record), then read back at once, so the new key logs in and a revoked one
 // stops, before the answer leaves. Writes on this instance are one at a time:
 // each reads the file the previous one wrote.
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
 import { addApiKey, findApiKey, readUsersFile, revokeApiKey, UsersChangeError, writeUsersFile, type NewApiKey } from '../identity/users-file.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';

@@ -5,7 +5,7 @@
 // once, and a key deleted stops every login with it at once. A key that
 // expires is forgotten by Redis itself shortly after.
 import type { RedisClient } from '../store/redis-client.js';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import type { ApiKeyRecord, NewApiKey } from '../identity/users-file.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 

@@ -2,7 +2,7 @@
 // and the standard OAuth 2.0 token endpoint so both always agree.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
@@ -12,7 +12,7 @@ import { TokenError, type TokenClaims, type TokenSet, type TokenType } from '../
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { BearerAuthenticator } from './bearer-authenticator.js';
 import type { LoginAudit, LoginMethod } from './login-audit.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 
 /** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
 export interface AttemptContext {

@@ -12,7 +12,7 @@
 // hit (in-memory lookups), so a disabled user or a revoked key stops at once.
 // Revocations reach the cache through the store's feed (token-cache.ts).
 import type { Logger } from 'pino';
-import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { bearerToken } from './bearer.js';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -23,7 +23,7 @@ import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError, type TokenClaims } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import { bearerChallenge } from './bearer.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED, SessionTokenCheck, type TokenCheck } from './token-check.js';
 import { VerifiedTokenCache } from './token-cache.js';
 

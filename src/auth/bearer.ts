@@ -2,7 +2,7 @@
 // itself belongs to the AuthService (gateway endpoints) or the proxy's cached
 // verifier (hot path); both share this parsing and its errors.
 import type { IncomingHttpHeaders } from 'node:http';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 
 // b64token of RFC 6750, bounded so a giant header costs nothing to refuse.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]{1,8192}=*) *$/i;

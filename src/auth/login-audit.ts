@@ -3,7 +3,7 @@
 // A username is written only when it names an existing user: what a refused
 // login typed into the username field may be a password.
 import type { Logger } from 'pino';
-import { isGatehouseError } from '../http/errors.js';
+import { isGatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export type LoginMethod = 'password' | 'api_key' | 'refresh';

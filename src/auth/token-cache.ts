@@ -15,7 +15,7 @@
 // Everything is bounded: the cache by `maxEntries`, the session index by the
 // cache, and the recently revoked sessions by their own small LRU.
 import { LRUCache } from 'lru-cache';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 
 /**
  * How many revoked sessions are remembered, and for how long, to keep a

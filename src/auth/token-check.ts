@@ -8,7 +8,7 @@ import type { SessionRecord, Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError, type TokenClaims, type TokenType } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 
 /**
  * A first check. Resolves with the token's principal; rejects with a

@@ -4,13 +4,13 @@
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { toGatehouseError } from '../http/error-response.js';
-import { isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../tokens/well-known-routes.js';
 import type { AuthService } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
-import type { Principal } from './principal.js';
+import type { Principal } from '../core/principal.js';
 
 
 export interface TokenEndpointOptions {

@@ -5,10 +5,10 @@
 // on every instance as soon as the users file is read there, as disabling a
 // user does; a role given takes effect with the next refresh. A read-only API
 // key's tokens may only use the safe methods, on every route.
-import type { Principal } from '../auth/principal.js';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import type { Principal } from '../core/principal.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
-import type { CompiledRoute } from '../proxy/route-table.js';
+import type { CompiledRoute } from '../routing/route-table.js';
 
 /** RFC 9110 9.2.1: what a read-only key may still do. */
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -3,7 +3,7 @@
 // socket opened. Exit 0 with "configuration OK", or 78 with every problem, for
 // CI pipelines and for operators before a reload.
 import { parseArgs } from 'node:util';
-import { loadCheckedConfig } from '../config/check.js';
+import { loadCheckedConfig } from '../config-load/check.js';
 import { EXIT_OK, writeLine, type OutputIo } from './command.js';
 
 export const CHECK_CONFIG_USAGE = `usage: gatehouse check-config [--config FILE]

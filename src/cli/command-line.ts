@@ -3,8 +3,8 @@
 // with a broken config too; every outcome goes through runCli (command.ts),
 // which gives the exit codes: 0, 1 runtime, 2 usage, 78 config.
 import { parseArgs } from 'node:util';
-import { loadCheckedConfig } from '../config/check.js';
-import { ConfigError, configFilePath, loadConfig, type LoadConfigOptions } from '../config/load.js';
+import { loadCheckedConfig } from '../config-load/check.js';
+import { ConfigError, configFilePath, loadConfig, type LoadConfigOptions } from '../config-load/load.js';
 import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';

@@ -3,7 +3,7 @@
 // (exit 2); a bad config lists its problems, one line each (exit 78); any
 // other failure is one line (exit 1). Never a stack trace, never the whole
 // usage text on stderr.
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config-load/load.js';
 import { UsersFileError } from '../identity/users-file.js';
 
 export const EXIT_OK = 0;

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { RoleNameSchema } from '../identity/key-scope.js';
 import { isWellFormedPasswordHash } from '../identity/passwords.js';
-import { always, checkIdentityHeaders, checkRouteRules, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from './content-checks.js';
+import { always, checkIdentityHeaders, checkRouteRules, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from '../config-load/content-checks.js';
 import * as d from './defaults.js';
 
 const port = z.number().int().min(0).max(65_535);

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CorsConfig } from '../config/schema.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import type { ProxyRoutes } from '../proxy/proxy-routes.js';
-import { normalizeRequestTarget } from '../proxy/request-target.js';
+import { normalizeRequestTarget } from '../routing/request-target.js';
 
 interface CompiledCors {
   config: CorsConfig;

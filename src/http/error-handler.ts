@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { renderError, toGatehouseError } from './error-response.js';
-import { gatehouseError, type GatehouseError } from './errors.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 
 /** The Fastify adapter of the one error writer (X-Request-Id is already on the reply). */
 export function sendError(reply: FastifyReply, error: GatehouseError): FastifyReply {

@@ -7,8 +7,8 @@
 import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
-import { diagnosticsJson } from './diagnostics.js';
-import { gatehouseError, isGatehouseError, type GatehouseError } from './errors.js';
+import { diagnosticsJson } from '../core/diagnostics.js';
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import sjson from 'secure-json-parse';
 import { findDuplicateKey } from './duplicate-keys.js';
-import { gatehouseError } from './errors.js';
+import { gatehouseError } from '../core/errors.js';
 
 /** Enough of a key to recognise it in an error message. */
 const MAX_KEY_IN_REASON = 64;

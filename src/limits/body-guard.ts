@@ -9,7 +9,7 @@
 // was not reading (its buffer full: backpressure) is not held against the client.
 import type { IncomingMessage } from 'node:http';
 import { Transform, type TransformCallback } from 'node:stream';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 
 export interface BodyGuardLimits {
   /** Absent: no size limit. */

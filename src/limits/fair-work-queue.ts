@@ -11,7 +11,7 @@
 // rather than parked for ever: a full address queue is that address's doing
 // (429), a full total queue is the gateway's state (503).
 import { EventEmitter } from 'node:events';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 
 export interface FairWorkQueueLimits {
   /** Tasks running at once. */

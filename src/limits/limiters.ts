@@ -4,7 +4,7 @@
 // counter is one key (`<store prefix>limits:<name>:<key>`), so Redis Cluster
 // needs no hash tags here.
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { Store } from '../store/store.js';
 

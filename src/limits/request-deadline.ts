@@ -6,7 +6,7 @@
 // instead, body-guard.ts.)
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { writeErrorResponse } from '../http/error-response.js';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 
 /** One timer per request, gone with its response. */
 export function armRequestDeadline(req: IncomingMessage, res: ServerResponse, ms: number, requestId: () => string): void {

@@ -11,7 +11,7 @@
 // is down, i.e. let N times the limit through, where a 503 is more honest.
 import type { RateLimitConfig, RouteConfig } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { CompiledRoute } from '../proxy/route-table.js';
+import type { CompiledRoute } from '../routing/route-table.js';
 import { limiterCall, tooManyRequests, type Limiter, type LimiterFactory } from './limiters.js';
 
 export class RouteLimits {

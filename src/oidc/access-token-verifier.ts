@@ -7,7 +7,7 @@
 // claims the config names become the Identity.
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { OidcIdentityConfig } from '../config/schema.js';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import type { Identity } from '../identity/identity-provider.js';
 
 export interface ProviderTokenVerifierOptions {

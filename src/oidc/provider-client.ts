@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { importPKCS8 } from 'jose';
 import * as client from 'openid-client';
 import type { OidcIdentityConfig } from '../config/schema.js';
-import { gatehouseError, type ErrorCode } from '../http/errors.js';
+import { gatehouseError, type ErrorCode } from '../core/errors.js';
 import type { TokenSet } from '../tokens/types.js';
 
 /** What the provider refused, in the words the caller must answer with (spec 7). */
@@ -99,7 +99,7 @@ export class OidcProviderClient {
 async function clientAuthentication(settings: OidcIdentityConfig): Promise<client.ClientAuth> {
   switch (settings.clientAuth) {
     case 'private_key_jwt': {
-      // The file was checked at start (config/environment.ts); a key that fails here is a config fault, said as such.
+      // The file was checked at start (config-load/environment.ts); a key that fails here is a config fault, said as such.
       const pem = await readFile(settings.privateKeyFile!, 'utf8');
       const key = await importPKCS8(pem, settings.privateKeyAlgorithm);
       return client.PrivateKeyJwt({ key, ...(settings.privateKeyId && { kid: settings.privateKeyId }) });

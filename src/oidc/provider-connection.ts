@@ -7,7 +7,7 @@
 // second however many requests ask.
 import type { Logger } from 'pino';
 import type { OidcIdentityConfig } from '../config/schema.js';
-import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import { ProviderTokenVerifier } from './access-token-verifier.js';
 import { OidcProviderClient } from './provider-client.js';
 

@@ -9,7 +9,7 @@
 // it. Either kind is refused once its session was ended here (a logout).
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader } from 'jose';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED, type TokenCheck } from '../auth/token-check.js';
 import type { OidcIdentityConfig } from '../config/schema.js';
 import type { Store } from '../store/store.js';

@@ -12,11 +12,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { RouteAuthorization } from '../authz/route-authorization.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import type { Principal } from '../auth/principal.js';
-import { gatehouseError } from '../http/errors.js';
+import type { Principal } from '../core/principal.js';
+import { gatehouseError } from '../core/errors.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import type { ProxyRoutes } from './proxy-routes.js';
-import { resolveRoute, type CompiledRoute } from './route-table.js';
+import { resolveRoute, type CompiledRoute } from '../routing/route-table.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { RouteLimits } from '../limits/route-limits.js';
 

@@ -7,7 +7,7 @@ import { PassThrough, type Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Drain } from '../http/drain.js';
 import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { redactUrl } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';

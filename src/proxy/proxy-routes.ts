@@ -3,7 +3,7 @@
 // either the old routes or the new ones, never a mix.
 import type { ProxyConfig, RouteConfig } from '../config/schema.js';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
-import { RouteTable, type CompiledRoute } from './route-table.js';
+import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { UpstreamPool, type TargetRegistry } from './upstream-pool.js';
 
 export class ProxyRoutes {

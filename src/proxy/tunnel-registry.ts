@@ -14,7 +14,7 @@
 // Every one of these is an event or a timer; nothing polls.
 import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 
 export type TunnelEnd = 'session ended' | 'user or API key no longer active' | 'access revoked' | 'token expired' | 'gateway stopping';

@@ -1,7 +1,7 @@
 // Transport failures become gateway errors where they enter, with the cause
 // kept for the log (reply-from's mapping): unreachable → 502, a name that does
 // not resolve → 503, no answer in time → 504.
-import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 
 export const CONNECT_TIMEOUT = 'GATEHOUSE_UPSTREAM_CONNECT_TIMEOUT';
 export const RESPONSE_TIMEOUT = 'GATEHOUSE_UPSTREAM_RESPONSE_TIMEOUT';

@@ -20,7 +20,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import proxyaddr from '@fastify/proxy-addr';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import type { IdentityHeaderNames } from '../config/schema.js';
 import type { AuthMethod } from '../store/store.js';
 import type { TokenType } from '../tokens/types.js';

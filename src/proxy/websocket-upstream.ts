@@ -7,7 +7,7 @@ import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, OutgoingHttpH
 import type { Socket } from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { WebSocket, type ClientOptions } from 'ws';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import { CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError } from './upstream-errors.js';
 import type { UpstreamTarget } from './upstream-pool.js';
 

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { responseHead, toGatehouseError, writeErrorToSocket } from '../http/error-response.js';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { redactUrl } from '../observability/logger.js';
 import { REQUEST_ID_HEADER, requestId as requestIdOf } from '../observability/request-id.js';

@@ -11,10 +11,10 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Principal } from '../auth/principal.js';
+import type { Principal } from '../core/principal.js';
 import type { CaptureOutcome, Metrics } from '../observability/metrics.js';
 import type { UpstreamResponse } from '../proxy/engine.js';
-import type { CompiledRoute } from '../proxy/route-table.js';
+import type { CompiledRoute } from '../routing/route-table.js';
 import type { RequestRecord } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
 import type { RequestTracker } from './request-tracker.js';

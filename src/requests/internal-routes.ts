@@ -10,7 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import type { TerminalStatus } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';

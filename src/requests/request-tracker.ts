@@ -13,7 +13,7 @@
 //   id is not called unknown while records may still be on their way
 //   (outage-window.ts).
 import type { Logger } from 'pino';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';

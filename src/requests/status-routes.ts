@@ -13,8 +13,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerToken } from '../auth/bearer.js';
-import type { Principal } from '../auth/principal.js';
-import { gatehouseError, type GatehouseError } from '../http/errors.js';
+import type { Principal } from '../core/principal.js';
+import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { RequestStatus } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
 import type { RequestTracker } from './request-tracker.js';

@@ -11,7 +11,7 @@
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER } from '../config/defaults.js';
-import type { GatehouseError } from '../http/errors.js';
+import type { GatehouseError } from '../core/errors.js';
 import { AnnouncementFeed } from './redis-announcements.js';
 import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
 import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';

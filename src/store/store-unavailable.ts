@@ -4,7 +4,7 @@
 // client's reconnect backoff, see reconnect-schedule.ts), since a retry
 // before that attempt cannot find anything changed. It is bounded so that a
 // client neither comes back at once nor goes away for long.
-import { gatehouseError, isGatehouseError, type GatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 
 /** Below a second, a client would come straight back. */
 export const RETRY_AFTER_MIN_S = 1;

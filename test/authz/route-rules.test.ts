@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runApiKeysCommand } from '../../src/cli/apikeys.js';
 import { runUsersCommand } from '../../src/cli/users.js';
-import { validateConfig } from '../../src/config/load.js';
+import { validateConfig } from '../../src/config-load/load.js';
 import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 import { generateApiKey } from '../../src/identity/api-keys.js';
 import { runCommand } from '../helpers/cli.js';

@@ -2,7 +2,7 @@
 // routes, prefixes the gateway serves itself, and values the parts built from
 // the config would refuse. Each problem names its field; all come at once.
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config-load/load.js';
 import { configProblems } from '../helpers/config-problems.js';
 
 const BASE = {

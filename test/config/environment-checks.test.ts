@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { loadCheckedConfig } from '../../src/config/check.js';
-import { checkEnvironment } from '../../src/config/environment.js';
-import { DEFAULT_CONFIG_FILE } from '../../src/config/load.js';
+import { loadCheckedConfig } from '../../src/config-load/check.js';
+import { checkEnvironment } from '../../src/config-load/environment.js';
+import { DEFAULT_CONFIG_FILE } from '../../src/config-load/load.js';
 import { configProblems } from '../helpers/config-problems.js';
 import { writeTestUsers } from '../helpers/gateway.js';
 

@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from '../../src/config/load.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, parseConfig } from '../../src/config-load/load.js';
 import { configProblems } from '../helpers/config-problems.js';
 
 const MINIMAL = {

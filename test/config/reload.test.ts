@@ -6,14 +6,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { ConfigReloader } from '../../src/config/reload.js';
+import { loadConfig } from '../../src/config-load/load.js';
+import { ConfigReloader } from '../../src/config-load/reload.js';
 import type { Config } from '../../src/config/schema.js';
 import { writeTestUsers } from '../helpers/gateway.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
 
 const watchers = vi.hoisted(() => [] as Array<{ file: string; onChange: () => void; stopped: boolean }>);
-vi.mock('../../src/config/watch-config.js', () => ({
+vi.mock('../../src/config-load/watch-config.js', () => ({
   watchConfigFile: (file: string, onChange: () => void) => {
     const watcher = { file, onChange, stopped: false };
     watchers.push(watcher);

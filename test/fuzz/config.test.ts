@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config-load/load.js';
 import { fuzz, fuzzTimeout, mutated } from './support.js';
 
 /** Every section and most keys set, so a mutation can hit each kind of field. */

@@ -6,8 +6,8 @@
 // or a hang.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isGatehouseError } from '../../src/http/errors.js';
-import { normalizeRequestTarget, type RequestTarget } from '../../src/proxy/request-target.js';
+import { isGatehouseError } from '../../src/core/errors.js';
+import { normalizeRequestTarget, type RequestTarget } from '../../src/routing/request-target.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
 import { expectDiagnoses, expectNoServerErrors, failOnCrashes, fuzz, fuzzBench, fuzzTimeout } from './support.js';
 

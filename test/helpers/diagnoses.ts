@@ -1,7 +1,7 @@
 // What every error the proxy answers must look like: the `$diagnoses` body,
 // its status, never a 500 and never a stack trace.
 import { expect } from 'vitest';
-import { isGatehouseError, type GatehouseError } from '../../src/http/errors.js';
+import { isGatehouseError, type GatehouseError } from '../../src/core/errors.js';
 import type { LogSink } from './log-sink.js';
 
 /** A stack trace, or a source location, in a response body. */

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createGateway, type Gateway } from '../../src/app.js';
-import { parseConfig } from '../../src/config/load.js';
+import { parseConfig } from '../../src/config-load/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { generateApiKey } from '../../src/identity/api-keys.js';
 import type { PasswordVerifier } from '../../src/identity/local-provider.js';

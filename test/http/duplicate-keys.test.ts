@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findDuplicateKey } from '../../src/http/duplicate-keys.js';
 import { parseJsonBody } from '../../src/http/json-body.js';
-import { isGatehouseError } from '../../src/http/errors.js';
+import { isGatehouseError } from '../../src/core/errors.js';
 import { login, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 describe('findDuplicateKey', () => {

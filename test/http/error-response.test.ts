@@ -4,7 +4,7 @@
 // refused, a refused WebSocket upgrade).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderError, responseHead } from '../../src/http/error-response.js';
-import { gatehouseError } from '../../src/http/errors.js';
+import { gatehouseError } from '../../src/core/errors.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
 import { rawUpgrade } from '../helpers/ws.js';

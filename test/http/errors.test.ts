@@ -1,8 +1,8 @@
 // The errors catalogue: every code renders a complete `$diagnoses` body.
 import { STATUS_CODES } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { diagnosticsBody } from '../../src/http/diagnostics.js';
-import { ERRORS, gatehouseError, type ErrorCode } from '../../src/http/errors.js';
+import { diagnosticsBody } from '../../src/core/diagnostics.js';
+import { ERRORS, gatehouseError, type ErrorCode } from '../../src/core/errors.js';
 
 describe('the errors catalogue', () => {
   it.each(Object.keys(ERRORS) as ErrorCode[])('%s renders a complete diagnostics body', (code) => {

@@ -3,9 +3,9 @@
 // auth; `/admin` and `/api/v1/orders` do.
 import { describe, expect, it } from 'vitest';
 import { RouteSchema, type RouteConfig } from '../../src/config/schema.js';
-import { isGatehouseError } from '../../src/http/errors.js';
-import { MAX_PATH_LENGTH } from '../../src/proxy/request-target.js';
-import { RouteTable, resolveRoute } from '../../src/proxy/route-table.js';
+import { isGatehouseError } from '../../src/core/errors.js';
+import { MAX_PATH_LENGTH } from '../../src/routing/request-target.js';
+import { RouteTable, resolveRoute } from '../../src/routing/route-table.js';
 
 function route(fields: { prefix: string } & Partial<Omit<RouteConfig, 'prefix'>>): RouteConfig {
   return RouteSchema.parse({ upstreams: ['http://127.0.0.1:1'], ...fields });

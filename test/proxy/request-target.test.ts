@@ -1,8 +1,8 @@
 // The canonical form of a request target: what is decoded, kept, merged,
 // resolved and refused.
 import { describe, expect, it } from 'vitest';
-import { isGatehouseError } from '../../src/http/errors.js';
-import { MAX_PATH_LENGTH, normalizeRequestTarget } from '../../src/proxy/request-target.js';
+import { isGatehouseError } from '../../src/core/errors.js';
+import { MAX_PATH_LENGTH, normalizeRequestTarget } from '../../src/routing/request-target.js';
 
 /** The reason a target is refused with; fails the test when it is not refused. */
 function refusal(rawUrl: string): string {

@@ -13,8 +13,8 @@ import { mustOpen, roundTrip, startWsUpstream, type WsUpstream } from '../helper
 // The one gateway whose file is named UNWATCHED gets no watcher, so that the
 // reloadRoutes() tests prove what reloadRoutes() does, not what the poller does.
 const UNWATCHED = 'unwatched.yaml';
-vi.mock('../../src/config/watch-config.js', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('../../src/config/watch-config.js')>();
+vi.mock('../../src/config-load/watch-config.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/config-load/watch-config.js')>();
   return {
     ...actual,
     watchConfigFile: (file: string, onChange: () => void, intervalMs?: number) =>

@@ -2,9 +2,9 @@
 // upstream path; and the checks resolveRoute adds on top.
 import { describe, expect, it } from 'vitest';
 import { RouteSchema, type RouteConfig } from '../../src/config/schema.js';
-import { isGatehouseError } from '../../src/http/errors.js';
-import { normalizeRequestTarget } from '../../src/proxy/request-target.js';
-import { RouteTable, resolveRoute, upstreamPath } from '../../src/proxy/route-table.js';
+import { isGatehouseError } from '../../src/core/errors.js';
+import { normalizeRequestTarget } from '../../src/routing/request-target.js';
+import { RouteTable, resolveRoute, upstreamPath } from '../../src/routing/route-table.js';
 
 function route(fields: { prefix: string } & Partial<Omit<RouteConfig, 'prefix'>>): RouteConfig {
   return RouteSchema.parse({ upstreams: ['http://127.0.0.1:1'], ...fields });

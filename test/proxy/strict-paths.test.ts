@@ -3,10 +3,10 @@
 // route and on one that opts out.
 import { describe, expect, it } from 'vitest';
 import { RouteSchema, type RouteConfig } from '../../src/config/schema.js';
-import { isGatehouseError } from '../../src/http/errors.js';
-import { lenientReading } from '../../src/proxy/lenient-path.js';
-import { normalizeRequestTarget } from '../../src/proxy/request-target.js';
-import { RouteTable, resolveRoute } from '../../src/proxy/route-table.js';
+import { isGatehouseError } from '../../src/core/errors.js';
+import { lenientReading } from '../../src/routing/lenient-path.js';
+import { normalizeRequestTarget } from '../../src/routing/request-target.js';
+import { RouteTable, resolveRoute } from '../../src/routing/route-table.js';
 
 const ambiguity = (rawUrl: string): string | undefined => normalizeRequestTarget(rawUrl).ambiguity;
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Principal } from '../../src/auth/principal.js';
+import type { Principal } from '../../src/core/principal.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { readUsersFile, revokeApiKey, setDisabled, writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
 import { TunnelRegistry, type Tunnel, type TunnelEnd } from '../../src/proxy/tunnel-registry.js';

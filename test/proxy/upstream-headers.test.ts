@@ -18,7 +18,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Principal } from '../../src/auth/principal.js';
+import type { Principal } from '../../src/core/principal.js';
 import type { IdentityHeaderNames } from '../../src/config/schema.js';
 import { HeaderPolicy, type RequestHeaderContext } from '../../src/proxy/upstream-headers.js';
 

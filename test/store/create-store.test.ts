@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { GatehouseError } from '../../src/http/errors.js';
+import { GatehouseError } from '../../src/core/errors.js';
 import { createStore } from '../../src/store/create-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { logSink } from '../helpers/log-sink.js';

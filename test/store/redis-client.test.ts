@@ -4,7 +4,7 @@ import { ReconnectSchedule, reconnectDelayMs } from '../../src/store/reconnect-s
 import { createRedisClient } from '../../src/store/redis-client.js';
 import { RETRY_AFTER_MAX_S, RETRY_AFTER_MIN_S, storeUnavailable } from '../../src/store/store-unavailable.js';
 import { parseStoreUrl } from '../../src/store/store-url.js';
-import { gatehouseError } from '../../src/http/errors.js';
+import { gatehouseError } from '../../src/core/errors.js';
 
 describe('reconnectDelayMs', () => {
   it('backs off to a cap and never gives up', () => {

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { GatehouseError } from '../../src/http/errors.js';
+import { GatehouseError } from '../../src/core/errors.js';
 import { createStore } from '../../src/store/create-store.js';
 import { ReconnectSchedule } from '../../src/store/reconnect-schedule.js';
 import { createRedisClient } from '../../src/store/redis-client.js';

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Drain } from '../http/drain.js';
 import { sendError } from '../http/error-handler.js';
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 import type { Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 

@@ -3,7 +3,7 @@
 // cluster-metrics.ts). Admin only: counters say how traffic flows, which is
 // nobody's business on the public side.
 import type { FastifyInstance } from 'fastify';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../observability/metrics.js';
 
 export interface MetricsRouteOptions {
   metrics: Metrics;

@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
-import { DEFAULT_JOURNAL_DIR } from './defaults.js';
-import { ConfigSchema, type Config } from './schema.js';
+import { DEFAULT_JOURNAL_DIR } from '../config/defaults.js';
+import { ConfigSchema, type Config } from '../config/schema.js';
 
 /** `config/gatehouse.yaml` of the package: the embedded default (no Redis, a demo user). */
 export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL('../../config/gatehouse.yaml', import.meta.url));

@@ -5,7 +5,7 @@
 // once is decided in `compile`; `match` runs on every proxied request and
 // allocates nothing.
 import type { RouteConfig } from '../config/schema.js';
-import { gatehouseError, isGatehouseError } from '../http/errors.js';
+import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import { lenientReading } from './lenient-path.js';
 import { normalizeRequestTarget, type RequestTarget } from './request-target.js';
 

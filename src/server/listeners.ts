@@ -13,11 +13,11 @@ import { redactUrl } from '../observability/redact-url.js';
 import { requestId } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceOf } from '../observability/trace-context.js';
-import { answerFrameworkError } from './error-handler.js';
-import type { Drain } from './drain.js';
-import { writeErrorToSocket } from './error-response.js';
-import { gatehouseError } from './errors.js';
-import { isGatewayPath } from './gateway-paths.js';
+import { answerFrameworkError } from '../http/error-handler.js';
+import type { Drain } from '../http/drain.js';
+import { writeErrorToSocket } from '../http/error-response.js';
+import { gatehouseError } from '../core/errors.js';
+import { isGatewayPath } from '../http/gateway-paths.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 

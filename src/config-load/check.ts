@@ -5,7 +5,7 @@
 import { dirname } from 'node:path';
 import { checkEnvironment } from './environment.js';
 import { ConfigError, configFilePath, DEFAULT_CONFIG_FILE, readConfigFile, validateConfig, type LoadConfigOptions } from './load.js';
-import type { Config } from './schema.js';
+import type { Config } from '../config/schema.js';
 
 export interface CheckedConfig {
   config: Config;

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { loadCheckedConfig } from './check.js';
 import { ConfigError } from './load.js';
-import type { Config } from './schema.js';
+import type { Config } from '../config/schema.js';
 import { watchConfigFile } from './watch-config.js';
 
 export interface ConfigReloaderOptions {

@@ -8,10 +8,10 @@
 import proxyaddr from '@fastify/proxy-addr';
 import type { z } from 'zod';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
-import { RouteTable, type CompiledRoute } from '../proxy/route-table.js';
+import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { HeaderPolicy } from '../proxy/upstream-headers.js';
 import { parseStoreUrl } from '../store/store-url.js';
-import type { IdentityHeaderNames, RouteConfig } from './schema.js';
+import type { IdentityHeaderNames, RouteConfig } from '../config/schema.js';
 
 type Context = z.RefinementCtx;
 

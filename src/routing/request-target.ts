@@ -7,7 +7,7 @@
 // One pass over the path, no allocation unless something has to change (a path
 // that is already canonical comes back as the very same string). Dot segments
 // are resolved in a second, rare step.
-import { gatehouseError } from '../http/errors.js';
+import { gatehouseError } from '../core/errors.js';
 
 export interface RequestTarget {
   /** The canonical path: forwarded as is and the one a route is matched against. */
