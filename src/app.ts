@@ -14,7 +14,6 @@ import type { ApiKeyDirectory } from './account/api-key-directory.js';
 import { FileApiKeys } from './account/file-api-keys.js';
 import { StoreApiKeys } from './account/store-api-keys.js';
 import type { Authentication } from './auth/auth-service.js';
-import { createAuthentication } from './auth/create-authentication.js';
 import { RouteAuthorization } from './authz/route-authorization.js';
 import { CorsPolicy } from './cors/cors-policy.js';
 import { authRoutes } from './auth/auth-routes.js';
@@ -26,9 +25,9 @@ import type { Config } from './config/schema.js';
 import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './server/listeners.js';
-import { createIdentityProvider } from './identity/create-identity-provider.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
-import { LocalIdentityProvider, type PasswordVerifier } from './identity/local-provider.js';
+import type { PasswordVerifier } from './identity/local-provider.js';
+import { createIdentityMode } from './identity-mode.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
@@ -118,12 +117,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.redisClient ? new StoreApiKeys(store.redisClient, config.store.keyPrefix) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
-  const identity = await createIdentityProvider(config.identity, logger, {
-    hashing: passwordHashing,
-    ...(options.verifyPassword && { verifyPassword: options.verifyPassword }),
-    ...(storeKeys && { storeKeys }),
-    onApiKeyUsed: (keyId) => userKeys?.recordUse(keyId, Date.now()),
-  });
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
     algorithm: config.tokens.algorithm,
@@ -133,9 +126,22 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     watch: true,
   });
   const limiters = new LimiterFactory(store, config.store.keyPrefix);
-  // Local tokens, or a fronted OpenID Provider's: the one bearer rule either way.
-  const authentication = createAuthentication({ config, identity, store, keys, limiters, logger, metrics });
-  const { auth, bearer } = authentication;
+  // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
+  const mode = await createIdentityMode({
+    config,
+    store,
+    keys,
+    limiters,
+    logger,
+    metrics,
+    passwords: {
+      hashing: passwordHashing,
+      ...(options.verifyPassword && { verifyPassword: options.verifyPassword }),
+      ...(storeKeys && { storeKeys }),
+      onApiKeyUsed: (keyId) => userKeys?.recordUse(keyId, Date.now()),
+    },
+  });
+  const { identity, auth, bearer } = mode;
   const requests = new RequestTracker({
     store,
     metrics,
@@ -185,14 +191,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   await app.register(errorHandler);
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
   // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
-  if (authentication.local) {
+  if (mode.local) {
     await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
-    await app.register(tokenEndpoint, { auth: authentication.local, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
+    await app.register(tokenEndpoint, { auth: mode.local.service, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
   }
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
-  if (config.account.enabled && identity instanceof LocalIdentityProvider && config.identity.provider === 'local') {
-    userKeys ??= new FileApiKeys(config.identity.usersFile, identity);
-    const account = new AccountService({ identity, keys: userKeys, store, settings: config.account, logger });
+  if (config.account.enabled && mode.local) {
+    userKeys ??= new FileApiKeys(mode.local.usersFile, mode.local.users);
+    const account = new AccountService({ identity: mode.local.users, keys: userKeys, store, settings: config.account, logger });
     await app.register(accountRoutes, { account, bearer, bodyLimitBytes: config.server.apiBodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
     await app.register(accountPage);
   }
@@ -221,7 +227,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.admin.enabled) {
     admin = adminListener(config, logger);
     await admin.register(errorHandler);
-    await admin.register(healthRoutes, { store, drain, ...(authentication.ready && { identityReady: authentication.ready }) });
+    await admin.register(healthRoutes, { store, drain, ...(mode.ready && { identityReady: mode.ready }) });
     // A cluster worker's scrape answers with the sum over every worker.
     await admin.register(metricsRoute, { metrics, ...(cluster.isWorker && { scrape: workerScrape(metrics.registry) }) });
     await admin.register(internalRoutes, {
@@ -269,9 +275,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();
-      authentication.close();
       keys.close();
-      await identity.close();
+      await mode.close();
       if (ownStore) await store.close();
       // The last spans go out before the process may exit; a collector that is gone does not hold the stop.
       await spans?.close().catch((error: unknown) => logger.warn({ err: error }, 'spans could not be sent to the collector'));

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { KEY_ID_PATTERN } from '../identity/api-keys.js';
-import { ROLE_NAME_PATTERN } from '../identity/key-scope.js';
+import { ROLE_NAME_PATTERN } from '../core/role-name.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { gatehouseError } from '../core/errors.js';
 import type { AccountService, NewKeyRequest } from './account-service.js';

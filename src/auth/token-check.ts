@@ -6,7 +6,8 @@
 // against the provider's keys or its introspection (oidc/provider-token-check.ts).
 import type { SessionRecord, Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
-import { TokenError, type TokenClaims, type TokenType } from '../tokens/types.js';
+import type { TokenType } from '../core/vocabulary.js';
+import { TokenError, type TokenClaims } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { Principal } from '../core/principal.js';
 

@@ -4,8 +4,8 @@
 // What types cannot say (routes that clash, addresses the proxy cannot read)
 // is checked by refinements from content-checks.ts, with field paths too.
 import { z } from 'zod';
-import { RoleNameSchema } from '../identity/key-scope.js';
-import { isWellFormedPasswordHash } from '../identity/passwords.js';
+import { RoleNameSchema } from '../core/role-name.js';
+import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 import { always, checkIdentityHeaders, checkRouteRules, checkRoutes, checkStoreUrl, checkTrustedProxy, withoutIssues } from '../config-load/content-checks.js';
 import * as d from './defaults.js';
 

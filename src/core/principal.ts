@@ -1,6 +1,5 @@
 // Who a proxied request is made by, as the bearer check established it.
-import type { AuthMethod } from '../store/store.js';
-import type { TokenType } from '../tokens/types.js';
+import type { AuthMethod, TokenType } from './vocabulary.js';
 
 export interface Principal {
   sub: string;

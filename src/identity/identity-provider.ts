@@ -1,7 +1,7 @@
 // Who a user is. Login, refresh, the token endpoint and the bearer rule talk
 // only to this interface: the local users file answers it, or, fronting an
 // OpenID Provider, that provider's tokens do (oidc/provider-identity.ts).
-import type { AuthMethod } from '../store/store.js';
+import type { AuthMethod } from '../core/vocabulary.js';
 import type { KeyScope } from './key-scope.js';
 
 export interface Identity {

@@ -2,13 +2,7 @@
 // an operator lists) and the store (keys users create for themselves) hold the
 // same shape, and a login with the key yields tokens limited the same way.
 import { z } from 'zod';
-
-/** A role or scope name as tokens carry it: no spaces (an OAuth `scope` is space-separated). */
-export const ROLE_NAME_PATTERN = /^[A-Za-z0-9._:/-]{1,64}$/;
-
-export const RoleNameSchema = z.string().regex(ROLE_NAME_PATTERN, {
-  error: 'must be 1 to 64 letters, digits and . _ : / -',
-});
+import { RoleNameSchema } from '../core/role-name.js';
 
 export const KeyScopeSchema = z.strictObject({
   /** The key carries only these of its owner's roles; absent: all of them. */

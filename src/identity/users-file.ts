@@ -13,8 +13,9 @@ import { Document, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { writeFileAtomic } from '../files/atomic-write.js';
 import { KEY_ID_PATTERN } from './api-keys.js';
-import { KeyScopeSchema, RoleNameSchema, type KeyScope } from './key-scope.js';
-import { isWellFormedPasswordHash } from './passwords.js';
+import { RoleNameSchema } from '../core/role-name.js';
+import { KeyScopeSchema, type KeyScope } from './key-scope.js';
+import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
 export const MAX_LABEL_LENGTH = 200;

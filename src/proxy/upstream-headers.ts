@@ -22,8 +22,7 @@ import type { TLSSocket } from 'node:tls';
 import proxyaddr from '@fastify/proxy-addr';
 import type { Principal } from '../core/principal.js';
 import type { IdentityHeaderNames } from '../config/schema.js';
-import type { AuthMethod } from '../store/store.js';
-import type { TokenType } from '../tokens/types.js';
+import type { AuthMethod, TokenType } from '../core/vocabulary.js';
 import { REQUEST_ID_HEADER } from '../observability/request-id.js';
 
 export interface HeaderPolicyOptions {

@@ -8,7 +8,8 @@
 // Reading is strict: a hash this code did not write (a field missing, a
 // number that is not one, a status or method it does not know) decodes to
 // undefined, never to a half-filled record.
-import type { AuthMethod, RequestRecord, RequestStatus, SessionRecord } from './store.js';
+import type { AuthMethod } from '../core/vocabulary.js';
+import type { RequestRecord, RequestStatus, SessionRecord } from './store.js';
 
 /** A hash as HGETALL answers it. */
 export type Hash = Record<string, string>;

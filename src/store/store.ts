@@ -5,10 +5,8 @@
 // Designed for Redis Cluster from the start: every record lives under keys
 // that share one hash tag, and no operation touches more than one slot.
 
+import type { AuthMethod } from '../core/vocabulary.js';
 import type { RedisClient } from './redis-client.js';
-
-/** How a login proved who the user is (the `amr` claim of its tokens). */
-export type AuthMethod = 'pwd' | 'api_key';
 
 /** One login: every token issued for it carries its id as `sid`. */
 export interface SessionRecord {

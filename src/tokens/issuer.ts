@@ -6,7 +6,8 @@ import type { SessionRecord } from '../store/store.js';
 import type { Grants } from '../identity/identity-provider.js';
 import { keyObjectOf } from './key-material.js';
 import type { KeySet } from './keyset.js';
-import { TokenError, type TokenClaims, type TokenSet, type TokenType } from './types.js';
+import type { TokenType } from '../core/vocabulary.js';
+import { TokenError, type TokenClaims, type TokenSet } from './types.js';
 
 export interface TokenIssuerOptions {
   keys: KeySet;

@@ -1,8 +1,5 @@
 // The shapes of what the token issuer hands out and the verifier accepts.
-import type { AuthMethod } from '../store/store.js';
-
-/** The `typ` claim: `Bearer` for access tokens, `Refresh` for refresh tokens. */
-export type TokenType = 'Bearer' | 'Refresh';
+import type { AuthMethod, TokenType } from '../core/vocabulary.js';
 
 export interface TokenClaims {
   iss: string;

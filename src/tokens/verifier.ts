@@ -12,11 +12,11 @@
 import { verify as verifySignature } from 'node:crypto';
 import type { JWTHeaderParameters } from 'jose';
 import type { SigningAlgorithm } from '../config/schema.js';
-import type { AuthMethod } from '../store/store.js';
+import type { AuthMethod, TokenType } from '../core/vocabulary.js';
 import { canonicalIssuer } from './issuer.js';
 import { keyObjectOf } from './key-material.js';
 import type { KeySet } from './keyset.js';
-import { TokenError, type TokenClaims, type TokenType } from './types.js';
+import { TokenError, type TokenClaims } from './types.js';
 
 export interface TokenVerifierOptions {
   keys: KeySet;

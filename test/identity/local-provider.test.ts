@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runUsersCommand } from '../../src/cli/users.js';
-import { createIdentityProvider } from '../../src/identity/create-identity-provider.js';
 import { generateApiKey, type GeneratedApiKey } from '../../src/identity/api-keys.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword } from '../../src/identity/passwords.js';
@@ -170,12 +169,6 @@ describe('authenticate', () => {
     await expect(open()).rejects.toBeInstanceOf(UsersFileError);
   });
 
-  it('is what createIdentityProvider makes of a local configuration', async () => {
-    const provider = await createIdentityProvider({ provider: 'local', usersFile, watch: false }, logs.logger);
-    providers.push(provider as LocalIdentityProvider);
-    expect(provider).toBeInstanceOf(LocalIdentityProvider);
-    await expect(provider.authenticate('bob', PASSWORDS.bob)).resolves.toMatchObject({ username: 'bob' });
-  });
 });
 
 describe('keys held in the store', () => {

@@ -13,7 +13,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
 import { loadKeySet, type KeySet } from '../../src/tokens/keyset.js';
-import { TokenError, type TokenClaims, type TokenType } from '../../src/tokens/types.js';
+import type { TokenType } from '../../src/core/vocabulary.js';
+import { TokenError, type TokenClaims } from '../../src/tokens/types.js';
 import { MAX_TOKEN_LENGTH, TokenVerifier } from '../../src/tokens/verifier.js';
 
 const ISSUER = 'https://gw.example.com';

@@ -1,0 +1,101 @@
+// The one place that picks the identity mode, from the `identity` section of
+// the configuration: local (Gatehouse checks credentials against its users
+// file and signs its own tokens) or oidc (a fronted OpenID Provider does both,
+// and the gateway verifies its tokens). Everything else asks the mode what it
+// has: the spec's endpoints, the proxy and the status endpoint see one
+// Authentication and one bearer rule; only local mode has Gatehouse's own
+// OAuth endpoints and the account page.
+import type { Logger } from 'pino';
+import { AuthService, type Authentication } from './auth/auth-service.js';
+import { BearerAuthenticator } from './auth/bearer-authenticator.js';
+import { LoginAudit } from './auth/login-audit.js';
+import type { Config } from './config/schema.js';
+import type { IdentityProvider } from './identity/identity-provider.js';
+import { LocalIdentityProvider, type PasswordCheckOptions } from './identity/local-provider.js';
+import type { LimiterFactory } from './limits/limiters.js';
+import { LoginThrottle } from './limits/login-throttle.js';
+import type { Metrics } from './observability/metrics.js';
+import { ProviderAuth } from './oidc/provider-auth.js';
+import { ProviderConnection } from './oidc/provider-connection.js';
+import { ProviderIdentity } from './oidc/provider-identity.js';
+import { ProviderTokenCheck } from './oidc/provider-token-check.js';
+import type { Store } from './store/store.js';
+import { TokenIssuer } from './tokens/issuer.js';
+import type { KeySet } from './tokens/keyset.js';
+import { TokenVerifier } from './tokens/verifier.js';
+
+export interface IdentityModeDeps {
+  config: Config;
+  store: Store;
+  keys: KeySet;
+  limiters: LimiterFactory;
+  logger: Logger;
+  metrics: Metrics;
+  /** How local passwords are checked (the hashing queue, the store's API keys); unused by a fronted provider. */
+  passwords: PasswordCheckOptions;
+}
+
+export interface IdentityMode {
+  identity: IdentityProvider;
+  auth: Authentication;
+  bearer: BearerAuthenticator;
+  /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
+  ready?: () => Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createIdentityMode(deps: IdentityModeDeps): Promise<IdentityMode> {
+  const { config, store, keys, limiters, logger, metrics } = deps;
+  const throttle = new LoginThrottle(config.limits.login, limiters);
+  const audit = new LoginAudit(logger, metrics);
+  const maxEntries = config.tokens.cacheMaxEntries;
+  const settings = config.identity;
+
+  if (settings.provider === 'oidc') {
+    const identity = new ProviderIdentity();
+    const connection = new ProviderConnection({ settings, clockToleranceS: config.tokens.clockToleranceS, logger });
+    connection.start();
+    const check = new ProviderTokenCheck({ connection, store, settings, keyPrefix: config.store.keyPrefix });
+    const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics });
+    const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
+    return {
+      identity,
+      auth,
+      bearer,
+      ready: () => connection.ready(),
+      close: async () => {
+        connection.close();
+        bearer.close();
+        await identity.close();
+      },
+    };
+  }
+
+  const users = await LocalIdentityProvider.open(settings, logger, deps.passwords);
+  const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
+  const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
+  const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics });
+  const service = new AuthService({
+    identity: users,
+    store,
+    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
+    verifier,
+    bearer,
+    refreshTokenTtlS,
+    logger,
+    throttle,
+    audit,
+  });
+  return {
+    identity: users,
+    auth: service,
+    bearer,
+    local: { users, usersFile: settings.usersFile, service },
+    close: async () => {
+      bearer.close();
+      await users.close();
+    },
+  };
+}
