@@ -3,15 +3,16 @@
 // parts built from the config would refuse. Each check is a dry run of the
 // very code that later builds that part (route table, header policy, store
 // URL parser), so the check and the start can never disagree; none of them
-// touches the file system or the network. The schema calls them as zod
-// refinements, so their problems come with field paths like any other.
-import proxyaddr from '@fastify/proxy-addr';
+// touches the file system or the network. The schema is made with them
+// (createConfigSchema) and calls them as zod refinements, so their problems
+// come with field paths like any other.
 import type { z } from 'zod';
+import { compileClientAddress } from '../http/client-address.js';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
 import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { HeaderPolicy } from '../proxy/upstream-headers.js';
 import { parseStoreUrl } from '../store/store-url.js';
-import type { IdentityHeaderNames, RouteConfig } from '../config/schema.js';
+import type { ContentChecks, IdentityHeaderNames, RouteConfig } from '../config/schema.js';
 
 type Context = z.RefinementCtx;
 
@@ -67,11 +68,6 @@ export function checkRoutes(routes: readonly unknown[], ctx: Context): void {
   });
 }
 
-/** For zod's `when`: judge the list even when some entries failed their own checks. */
-export const always = (): boolean => true;
-/** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */
-export const withoutIssues = (payload: { issues: readonly unknown[] }): boolean => payload.issues.length === 0;
-
 /** A route the schema found faults with, compiled if its matching fields can be read at all. */
 function compiledOrUndefined(entry: unknown): CompiledRoute | undefined {
   const route = entry as Partial<Record<keyof RouteConfig, unknown>> | null;
@@ -106,7 +102,7 @@ export function checkStoreUrl(url: string, ctx: Context): void {
 /** One `server.trustedProxies` entry: an address, a CIDR range or a proxy-addr name (loopback, linklocal, uniquelocal). */
 export function checkTrustedProxy(entry: string, ctx: Context): void {
   try {
-    proxyaddr.compile([entry]);
+    compileClientAddress([entry]);
   } catch (error) {
     ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message });
   }
@@ -115,51 +111,16 @@ export function checkTrustedProxy(entry: string, ctx: Context): void {
 /** `proxy.identityHeaders`: distinct names that no other header policy rule owns. */
 export function checkIdentityHeaders(identityHeaders: IdentityHeaderNames, ctx: Context): void {
   try {
-    new HeaderPolicy({ identityHeaders, trustedProxies: [] });
+    new HeaderPolicy({ identityHeaders, clientAddress: compileClientAddress([]) });
   } catch (error) {
     ctx.addIssue({ code: 'custom', path: [], message: (error as Error).message.replace(/^proxy\.identityHeaders: /, '') });
   }
 }
 
-/**
- * Route rules name only declared roles and scopes (`authorization.roles`,
- * `authorization.scopes`): a rule naming another is a typo that would refuse
- * everyone, or a role nobody can be given. A rule on a public route could
- * never be met by a caller it does not know.
- */
-interface NamedLists {
-  anyRole?: string[] | undefined;
-  allRoles?: string[] | undefined;
-  scopes?: string[] | undefined;
-}
-
-export function checkRouteRules(
-  routes: ReadonlyArray<{ auth?: string | undefined; authorize?: (NamedLists & { methods?: Partial<Record<string, NamedLists>> | undefined }) | undefined }>,
-  declared: { roles: readonly string[]; scopes: readonly string[] },
-  issues: z.core.$ZodRawIssue[],
-): void {
-  const roles = new Set(declared.roles);
-  const scopes = new Set(declared.scopes);
-  routes.forEach((route, index) => {
-    const authorize = route.authorize;
-    if (authorize === undefined) return;
-    const at = ['routes', index, 'authorize'];
-    if (route.auth === 'none') {
-      issues.push({ code: 'custom', path: at, message: 'a public route (auth: none) cannot have rules: nobody is known there', input: authorize });
-    }
-    const rules: Array<[PropertyKey[], NamedLists]> = [
-      [at, authorize],
-      ...Object.entries(authorize.methods ?? {}).map(([method, rule]): [PropertyKey[], NamedLists] => [[...at, 'methods', method], rule ?? {}]),
-    ];
-    for (const [path, rule] of rules) {
-      for (const list of ['anyRole', 'allRoles'] as const) {
-        (rule[list] ?? []).forEach((role, i) => {
-          if (!roles.has(role)) issues.push({ code: 'custom', path: [...path, list, i], message: `unknown role "${role}": declare it in authorization.roles`, input: role });
-        });
-      }
-      (rule.scopes ?? []).forEach((scope, i) => {
-        if (!scopes.has(scope)) issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
-      });
-    }
-  });
-}
+/** What config/ asks of this layer: handed to createConfigSchema by the loader. */
+export const contentChecks: ContentChecks = {
+  storeUrl: checkStoreUrl,
+  trustedProxy: checkTrustedProxy,
+  identityHeaders: (names, ctx) => checkIdentityHeaders(names as IdentityHeaderNames, ctx),
+  routes: checkRoutes,
+};

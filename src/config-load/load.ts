@@ -6,9 +6,13 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { DEFAULT_JOURNAL_DIR } from '../config/defaults.js';
-import { ConfigSchema, type Config } from '../config/schema.js';
+import { createConfigSchema, type Config } from '../config/schema.js';
+import { contentChecks } from './content-checks.js';
 
 /** `config/gatehouse.yaml` of the package: the embedded default (no Redis, a demo user). */
+/** The one schema, made once with the checks that judge a config's content. */
+const ConfigSchema = createConfigSchema(contentChecks);
+
 export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL('../../config/gatehouse.yaml', import.meta.url));
 
 export class ConfigError extends Error {

@@ -1,0 +1,85 @@
+// Rules that weigh one part of a config against another: route rules name
+// only declared roles and scopes, each way of authenticating at a provider has
+// its own credential, workers need a shared store, the head's deadline fits in
+// the request's. Pure functions of the parsed value, run by the schema.
+import type { z } from 'zod';
+
+type Issues = z.core.$ZodRawIssue[];
+
+/**
+ * Route rules name only declared roles and scopes (`authorization.roles`,
+ * `authorization.scopes`): a rule naming another is a typo that would refuse
+ * everyone, or a role nobody can be given. A rule on a public route could
+ * never be met by a caller it does not know.
+ */
+interface NamedLists {
+  anyRole?: string[] | undefined;
+  allRoles?: string[] | undefined;
+  scopes?: string[] | undefined;
+}
+
+export function checkRouteRules(
+  routes: ReadonlyArray<{ auth?: string | undefined; authorize?: (NamedLists & { methods?: Partial<Record<string, NamedLists>> | undefined }) | undefined }>,
+  declared: { roles: readonly string[]; scopes: readonly string[] },
+  issues: Issues,
+): void {
+  const roles = new Set(declared.roles);
+  const scopes = new Set(declared.scopes);
+  routes.forEach((route, index) => {
+    const authorize = route.authorize;
+    if (authorize === undefined) return;
+    const at = ['routes', index, 'authorize'];
+    if (route.auth === 'none') {
+      issues.push({ code: 'custom', path: at, message: 'a public route (auth: none) cannot have rules: nobody is known there', input: authorize });
+    }
+    const rules: Array<[PropertyKey[], NamedLists]> = [
+      [at, authorize],
+      ...Object.entries(authorize.methods ?? {}).map(([method, rule]): [PropertyKey[], NamedLists] => [[...at, 'methods', method], rule ?? {}]),
+    ];
+    for (const [path, rule] of rules) {
+      for (const list of ['anyRole', 'allRoles'] as const) {
+        (rule[list] ?? []).forEach((role, i) => {
+          if (!roles.has(role)) issues.push({ code: 'custom', path: [...path, list, i], message: `unknown role "${role}": declare it in authorization.roles`, input: role });
+        });
+      }
+      (rule.scopes ?? []).forEach((scope, i) => {
+        if (!scopes.has(scope)) issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
+      });
+    }
+  });
+}
+
+interface ProviderCredentials {
+  provider: string;
+  clientAuth?: string;
+  clientSecret?: string | undefined;
+  privateKeyFile?: string | undefined;
+}
+
+/** Each way of authenticating at the provider needs its own credential, and only it. */
+export function checkProviderCredentials(identity: ProviderCredentials, issues: Issues): void {
+  if (identity.provider !== 'oidc') return;
+  const needsKey = identity.clientAuth === 'private_key_jwt';
+  if (needsKey && identity.privateKeyFile === undefined) {
+    issues.push({ code: 'custom', path: ['identity', 'privateKeyFile'], message: 'private_key_jwt needs the client\'s private key file', input: undefined });
+  }
+  if (!needsKey && identity.clientSecret === undefined) {
+    issues.push({ code: 'custom', path: ['identity', 'clientSecret'], message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`, input: undefined });
+  }
+}
+
+export function checkServerLimits(
+  server: { workers: number | 'auto'; headersTimeoutMs: number; requestTimeoutMs: number },
+  store: { url?: string | undefined },
+  issues: Issues,
+): void {
+  // Workers do not share memory: sessions and statuses must live in Redis.
+  if (server.workers !== 1 && !store.url) {
+    issues.push({ code: 'custom', path: ['server', 'workers'], message: 'more than one worker needs store.url (Redis): workers share no memory', input: server.workers });
+  }
+  // The head is part of the request: Node refuses a head deadline past the whole one.
+  const { headersTimeoutMs, requestTimeoutMs } = server;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    issues.push({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: `must be at most server.requestTimeoutMs (${requestTimeoutMs})`, input: headersTimeoutMs });
+  }
+}

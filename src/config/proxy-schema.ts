@@ -1,0 +1,142 @@
+// How the proxy forwards, how requests are recorded, and the limits, tracing
+// and account settings: their part of the config schema.
+import { z } from 'zod';
+import type { ContentChecks } from './content-check-hooks.js';
+import * as d from './defaults.js';
+import { headerName, httpUrl, positiveInt, withoutIssues } from './schema-primitives.js';
+
+export const RequestsSchema = z.strictObject({
+  /** How long a request record is kept, pending or terminal (from its last change). */
+  retentionS: positiveInt.default(d.DEFAULT_REQUEST_RETENTION_S),
+  /** `Retry-After` seconds on 202 answers and on pending statuses. */
+  retryAfterS: positiveInt.default(d.DEFAULT_RETRY_AFTER_S),
+  /** The longest `?wait=` a status poll may ask for. */
+  maxWaitS: z.number().int().min(0).max(300).default(d.DEFAULT_MAX_WAIT_S),
+  /** Records waiting for the store while it is down, in memory; past this they are dropped (logged, counted). */
+  outboxMaxEntries: positiveInt.default(d.DEFAULT_OUTBOX_MAX_ENTRIES),
+  /**
+   * Where records the store could not take are journaled (fsynced) before
+   * their 202 goes out, until the store has them; relative to the config
+   * file's folder. Used only with Redis: the in-memory store never refuses.
+   */
+  journalDir: z.string().min(1).default(d.DEFAULT_JOURNAL_DIR),
+  /** The most one process's journal holds; past it, records wait in memory only (logged). */
+  journalMaxBytes: positiveInt.default(d.DEFAULT_JOURNAL_MAX_BYTES),
+  /** After a store outage, unknown request ids answer 503 (not 404) this long: records accepted elsewhere may still arrive. */
+  unknownAfterOutageS: positiveInt.default(d.DEFAULT_UNKNOWN_AFTER_OUTAGE_S),
+  /**
+   * The credential backend services present to the internal status API
+   * (`Authorization: Bearer …`); set it with GATEHOUSE_SERVICE_TOKEN. Absent:
+   * the internal API refuses every call.
+   */
+  serviceToken: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+});
+
+export function proxySchema(checks: ContentChecks) {
+  return z.strictObject({
+    /** Headers that tell a backend who the caller is; any client-sent copy is removed. */
+    identityHeaders: z
+      .strictObject({
+        subject: headerName.default(d.DEFAULT_SUBJECT_HEADER),
+        username: headerName.default(d.DEFAULT_USERNAME_HEADER),
+        session: headerName.default(d.DEFAULT_SESSION_HEADER),
+        tokenType: headerName.default(d.DEFAULT_TOKEN_TYPE_HEADER),
+        authMethod: headerName.default(d.DEFAULT_AUTH_METHOD_HEADER),
+      })
+      .superRefine((names, ctx): void => checks.identityHeaders(names, ctx), { when: withoutIssues })
+      .prefault({}),
+    /**
+     * Client headers that backends may receive although the gateway removes
+     * their kind: client addresses (True-Client-IP, CF-Connecting-IP, …), URL
+     * and method overrides (X-Original-URL, X-HTTP-Method-Override, …) and
+     * `x-gatehouse-*` headers it does not set. Name one only when something in
+     * front of the gateway sets it and the backend needs it.
+     */
+    allowClientHeaders: z.array(headerName).default([]),
+    /** How long a target that refused connections is skipped before it is tried again. */
+    targetDownMs: positiveInt.default(d.DEFAULT_TARGET_DOWN_MS),
+    /**
+     * How long an upstream host name's addresses are used before they are
+     * looked up again (in the background: the old answer serves meanwhile, and
+     * stays when a lookup fails). Lookups share libuv's thread pool with
+     * password hashing; cached ones wait for nothing.
+     */
+    dnsCacheTtlS: positiveInt.default(d.DEFAULT_DNS_CACHE_TTL_S),
+    /** Keep-alive sockets per upstream target. */
+    maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
+    /** The in-flight cap of a public route that names none: unauthenticated traffic never takes a whole pool. */
+    publicRouteMaxUpstreamConnections: positiveInt.default(d.DEFAULT_PUBLIC_ROUTE_MAX_UPSTREAM_CONNECTIONS),
+  });
+}
+
+/**
+ * Password hashing (scrypt) shares libuv's thread pool with DNS and file
+ * reads: at most `concurrency` hashes run at once, the rest wait in a queue
+ * per client address served round-robin; past the bounds a login is refused
+ * at once with Retry-After (429 for a full address queue, 503 for a full total).
+ */
+export const PasswordHashingSchema = z.strictObject({
+  concurrency: positiveInt.default(d.defaultPasswordHashingConcurrency),
+  maxQueue: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE),
+  maxQueuePerAddress: z.number().int().min(0).default(d.DEFAULT_PASSWORD_HASHING_MAX_QUEUE_PER_ADDRESS),
+  retryAfterS: positiveInt.default(d.DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S),
+});
+
+/** Login throttling (src/limits/login-throttle.ts); see the README's security section. */
+export const LoginLimitsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Failures of one username from one address that cost nothing; each one after them makes the pair wait. */
+  freeFailures: positiveInt.default(d.DEFAULT_LOGIN_FREE_FAILURES),
+  /** The first wait of a username+address pair; each further failure doubles it, up to `maxWaitS`. */
+  firstWaitS: positiveInt.default(d.DEFAULT_LOGIN_FIRST_WAIT_S),
+  maxWaitS: positiveInt.default(d.DEFAULT_LOGIN_MAX_WAIT_S),
+  /** How long a failure is remembered, for every count below. */
+  failureWindowS: positiveInt.default(d.DEFAULT_LOGIN_FAILURE_WINDOW_S),
+  /** Failed logins and refreshes one address may make (any usernames: spraying) before it is blocked for `addressBlockS`. */
+  failuresPerAddress: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_ADDRESS),
+  addressBlockS: positiveInt.default(d.DEFAULT_LOGIN_ADDRESS_BLOCK_S),
+  /**
+   * Failures one username may take from all addresses together (distributed
+   * guessing); past it, only addresses without recent failures may try it.
+   */
+  failuresPerUsername: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_USERNAME),
+});
+
+export const LimitsSchema = z.strictObject({
+  /** Live sessions of one user; a login past it ends the oldest session. */
+  maxSessionsPerUser: positiveInt.default(d.DEFAULT_MAX_SESSIONS_PER_USER),
+  /** The in-memory store's bounds (Redis has its own memory policy). */
+  memoryMaxSessions: positiveInt.default(d.DEFAULT_MEMORY_MAX_SESSIONS),
+  memoryMaxRequests: positiveInt.default(d.DEFAULT_MEMORY_MAX_REQUESTS),
+  passwordHashing: PasswordHashingSchema.prefault({}),
+  login: LoginLimitsSchema.prefault({}),
+});
+
+/**
+ * Span export over OTLP/HTTP (OpenTelemetry). Off unless `otlpEndpoint` is
+ * set: the SDK is not even loaded then. Trace context (W3C traceparent) is
+ * read and passed upstream either way.
+ */
+export const TracingSchema = z.strictObject({
+  /** The collector's traces URL, e.g. http://otel-collector:4318/v1/traces. */
+  otlpEndpoint: httpUrl.optional(),
+  serviceName: z.string().min(1).default(d.DEFAULT_TRACING_SERVICE_NAME),
+  /** The share of traces started here that are exported (a continued trace follows its sampled flag). */
+  sampleRatio: z.number().min(0).max(1).default(1),
+  /** Extra headers for the collector (an API key of a hosted backend). */
+  headers: z.record(z.string(), z.string()).default({}),
+});
+
+/** The account page and API (src/account/): users manage their own API keys and sessions. */
+export const AccountSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Keys one user may hold at once (those they made themselves and those an operator listed for them). */
+  maxKeysPerUser: positiveInt.max(1000).default(d.DEFAULT_ACCOUNT_MAX_KEYS_PER_USER),
+  /** The lifetime of a key created without `expiresInDays`, and the longest one may ask for. */
+  defaultKeyLifetimeDays: positiveInt.default(d.DEFAULT_ACCOUNT_KEY_LIFETIME_DAYS),
+  maxKeyLifetimeDays: positiveInt.max(3650).default(d.DEFAULT_ACCOUNT_MAX_KEY_LIFETIME_DAYS),
+  /** Creating a key needs a password login at most this old (GitHub's sudo mode). */
+  recentLoginS: positiveInt.default(d.DEFAULT_ACCOUNT_RECENT_LOGIN_S),
+}).refine((account) => account.defaultKeyLifetimeDays <= account.maxKeyLifetimeDays, { path: ['defaultKeyLifetimeDays'], error: 'must not exceed maxKeyLifetimeDays' });
+export type AccountConfig = z.infer<typeof AccountSchema>;
+

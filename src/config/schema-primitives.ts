@@ -1,0 +1,19 @@
+// The small pieces every part of the config schema is built from, and the two
+// `when` conditions its content checks run under.
+import { z } from 'zod';
+
+export const port = z.number().int().min(0).max(65_535);
+export const positiveInt = z.number().int().positive();
+export const nonNegativeInt = z.number().int().nonnegative();
+export const host = z.string().min(1);
+
+export const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+export const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, { error: 'must be an HTTP header name (letters, digits, -)' });
+
+/** For zod's `when`: judge the list even when some entries failed their own checks. */
+export const always = (): boolean => true;
+/** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */
+export const withoutIssues = (payload: { issues: readonly unknown[] }): boolean => payload.issues.length === 0;

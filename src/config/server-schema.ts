@@ -1,0 +1,66 @@
+// The listeners' and the store's part of the config schema.
+import { z } from 'zod';
+import type { ContentChecks } from './content-check-hooks.js';
+import * as d from './defaults.js';
+import { host, port, positiveInt, withoutIssues } from './schema-primitives.js';
+
+export function serverSchema(checks: ContentChecks) {
+  return z.strictObject({
+    host: host.default(d.DEFAULT_HOST),
+    port: port.default(d.DEFAULT_PORT),
+    /** Body limit of the gateway's own JSON endpoints; proxied routes have their own. */
+    apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
+    /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed. */
+    trustedProxies: z.array(z.string().min(1).superRefine((entry, ctx): void => checks.trustedProxy(entry, ctx), { when: withoutIssues })).default([]),
+    /**
+     * Worker processes sharing the listeners (node:cluster): a number, or
+     * `auto` for one per CPU. More than one needs a shared store (Redis).
+     */
+    workers: z.union([z.number().int().min(1).max(256), z.literal('auto')]).default(1),
+    /**
+     * After SIGTERM/SIGINT, how long requests in flight may take to finish
+     * before they are cut (Kubernetes' terminationGracePeriodSeconds by default).
+     */
+    shutdownGraceS: z.number().int().min(0).max(3600).default(d.DEFAULT_SHUTDOWN_GRACE_S),
+    /** Until a request's head has arrived, on both listeners. */
+    headersTimeoutMs: positiveInt.default(d.DEFAULT_HEADERS_TIMEOUT_MS),
+    /**
+     * Until a request to the gateway's own endpoints (login, refresh, token,
+     * status; every admin request) has arrived whole. Proxied requests have
+     * their route's `requestDeadlineMs` instead.
+     */
+    requestTimeoutMs: positiveInt.default(d.DEFAULT_REQUEST_TIMEOUT_MS),
+    /** Open connections on the public listener; past it a new one is closed at once. */
+    maxConnections: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS),
+    /** Open connections from one client address (trusted proxies are not counted). */
+    maxConnectionsPerAddress: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+  });
+}
+
+export const AdminSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  host: host.default(d.DEFAULT_ADMIN_HOST),
+  port: port.default(d.DEFAULT_ADMIN_PORT),
+  /** Open connections on the admin listener, its own cap: a flood of the public one never reaches it. */
+  maxConnections: positiveInt.default(d.DEFAULT_ADMIN_MAX_CONNECTIONS),
+});
+
+export function storeSchema(checks: ContentChecks) {
+  const storeUrl = z
+    .string()
+    .regex(/^(redis|rediss|redis-sentinel|redis-cluster):\/\/.+/, {
+      error: 'must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL',
+    })
+    .superRefine((url, ctx): void => checks.storeUrl(url, ctx), { when: withoutIssues });
+  return z.strictObject({
+    /** Absent: the in-memory store (neither durable nor shared between instances). */
+    url: storeUrl.optional(),
+    keyPrefix: z.string().default(d.DEFAULT_STORE_KEY_PREFIX),
+  });
+}
+
+export const LogSchema = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** One line per request at info. Off where a load balancer in front already keeps access logs: it is a measurable share of each request's CPU. */
+  access: z.boolean().default(true),
+});
