@@ -1,0 +1,103 @@
+// The one client-address reading: the peer's address, X-Forwarded-For walked
+// back through trusted proxies only, IPv4-mapped IPv6 unmapped. Requests are
+// real: a node:http server on the dual-stack `::` sees an IPv4 client as
+// `::ffff:127.0.0.1`, as a gateway listening on `::` does.
+import { once } from 'node:events';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileClientAddress, unmappedAddress, type ClientAddress } from '../../src/http/client-address.js';
+
+let server: Server;
+let port: number;
+/** Each request's readings, by the reader under test. */
+let readers: ClientAddress[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ raw: req.socket.remoteAddress, read: readers.map((reader) => reading(reader, req)) }));
+  });
+  server.listen(0, '::');
+  await once(server, 'listening');
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  server.close();
+  await once(server, 'close');
+});
+
+function reading(reader: ClientAddress, req: IncomingMessage) {
+  return { of: reader.of(req), peer: reader.peer(req.socket), trustsPeer: reader.trustsPeer(req.socket) };
+}
+
+/** A request from 127.0.0.1 with these X-Forwarded-For lines; the server's readings of it. */
+async function from127(forwardedFor: string[], ...under: ClientAddress[]): Promise<{ raw: string; read: Array<ReturnType<typeof reading>> }> {
+  readers = under;
+  const req = httpRequest({ host: '127.0.0.1', port, path: '/', headers: forwardedFor.length > 0 ? { 'x-forwarded-for': forwardedFor } : {}, agent: false });
+  req.end();
+  const [res] = (await once(req, 'response')) as [IncomingMessage];
+  let body = '';
+  for await (const chunk of res) body += String(chunk);
+  return JSON.parse(body);
+}
+
+describe('IPv4-mapped IPv6 addresses', () => {
+  it('are unmapped; other addresses are left as they are', () => {
+    expect(unmappedAddress('::ffff:10.0.0.1')).toBe('10.0.0.1');
+    expect(unmappedAddress('::FFFF:10.0.0.1')).toBe('10.0.0.1');
+    for (const address of ['10.0.0.1', '::1', '2001:db8::1', '::ffff:a00:1', '::ffff:', 'fe80::ffff:10.0.0.1', '']) {
+      expect(unmappedAddress(address), address).toBe(address);
+    }
+  });
+
+  it('a dual-stack socket’s IPv4 peer is read as the IPv4 address, by every reader', async () => {
+    const { raw, read } = await from127([], compileClientAddress([]), compileClientAddress(['10.0.0.0/8']), compileClientAddress(['127.0.0.1']));
+    expect(raw).toBe('::ffff:127.0.0.1');
+    expect(read).toEqual([
+      { of: '127.0.0.1', peer: '127.0.0.1', trustsPeer: false },
+      { of: '127.0.0.1', peer: '127.0.0.1', trustsPeer: false },
+      // A trusted proxy named in IPv4 is trusted when it arrives mapped; with no X-Forwarded-For it is the client.
+      { of: '127.0.0.1', peer: '127.0.0.1', trustsPeer: true },
+    ]);
+  });
+
+  it('a mapped address in X-Forwarded-For is unmapped too', async () => {
+    const { read } = await from127(['::ffff:203.0.113.7'], compileClientAddress(['loopback']));
+    expect(read[0]!.of).toBe('203.0.113.7');
+  });
+});
+
+describe('trusted proxies', () => {
+  it('X-Forwarded-For is walked back through trusted hops to the first untrusted one', async () => {
+    const chain = compileClientAddress(['loopback', '10.0.0.0/8']);
+    // The client claims 198.51.100.4; 203.0.113.7 is the first hop no trusted proxy vouches for.
+    const { read } = await from127(['198.51.100.4, 203.0.113.7', '10.0.0.2'], chain);
+    expect(read[0]).toEqual({ of: '203.0.113.7', peer: '127.0.0.1', trustsPeer: true });
+    // Every hop trusted: the farthest one is the client.
+    expect((await from127(['10.0.0.5, 10.0.0.2'], chain)).read[0]!.of).toBe('10.0.0.5');
+    // A hop that is no address at all stops the walk like any untrusted one.
+    expect((await from127(['198.51.100.4, not-an-address, 10.0.0.2'], chain)).read[0]!.of).toBe('not-an-address');
+  });
+
+  it('X-Forwarded-For from a peer that is not a trusted proxy is ignored: the peer is the client', async () => {
+    const { read } = await from127(['203.0.113.7'], compileClientAddress([]), compileClientAddress(['10.0.0.0/8']));
+    expect(read.map((r) => r.of)).toEqual(['127.0.0.1', '127.0.0.1']);
+  });
+
+  it('a request whose socket has gone has no address, and is no trusted proxy', () => {
+    for (const reader of [compileClientAddress([]), compileClientAddress(['loopback', '10.0.0.0/8'])]) {
+      const gone = { socket: { remoteAddress: undefined }, headers: { 'x-forwarded-for': '203.0.113.7' } };
+      expect(reader.of(gone)).toBe('');
+      expect(reader.of({ socket: null, headers: {} })).toBe('');
+      expect(reader.peer(gone.socket)).toBeUndefined();
+      expect(reader.trustsPeer(gone.socket)).toBe(false);
+    }
+  });
+
+  it('refuses a trusted proxy entry it cannot read', () => {
+    expect(() => compileClientAddress(['10.0.0.0/33'])).toThrow(/invalid range/);
+    expect(() => compileClientAddress(['proxy.internal'])).toThrow(/invalid IP address/);
+  });
+});
+
