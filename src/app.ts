@@ -22,6 +22,7 @@ import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
+import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './server/listeners.js';
@@ -162,15 +163,17 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Upstream host names are looked up once, not per connection on the thread pool password hashing holds.
   const lookup = createCachedLookup({ ttlMs: config.proxy.dnsCacheTtlS * 1000 });
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget, lookup });
-  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, trustedProxies: config.server.trustedProxies, allowClientHeaders: config.proxy.allowClientHeaders });
+  // The client's address, one reading for limits, throttling, logs and the X-Forwarded-For sent upstream.
+  const clientAddress = compileClientAddress(config.server.trustedProxies);
+  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, clientAddress, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({ routes: () => routes, bearer, headers, limits: new RouteLimits(limiters, metrics), authorization: new RouteAuthorization(identity) });
+  const admission = new Admission({ routes: () => routes, bearer, headers, clientAddress, limits: new RouteLimits(limiters, metrics), authorization: new RouteAuthorization(identity) });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
   // Spans over OTLP only when configured; otherwise the SDK is never loaded.
   const spans = await createSpanExport(config.tracing);
   const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access, spans });
-  const proxy = new ProxyHandler({ admission, headers, engine, logger, telemetry, metrics, capture, drain });
+  const proxy = new ProxyHandler({ admission, headers, clientAddress, engine, logger, telemetry, metrics, capture, drain });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -178,9 +181,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, logger, lookup, telemetry });
+  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, clientAddress, logger, lookup, telemetry });
   const cors = new CorsPolicy({ gateway: config.cors, routes: () => routes });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, (req) => headers.clientAddress(req), cors);
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,

@@ -14,6 +14,7 @@ import type { RouteAuthorization } from '../authz/route-authorization.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError } from '../core/errors.js';
+import type { ClientAddress } from '../http/client-address.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import type { ProxyRoutes } from './proxy-routes.js';
 import { resolveRoute, type CompiledRoute } from '../routing/route-table.js';
@@ -25,6 +26,8 @@ export interface AdmissionOptions {
   routes: () => ProxyRoutes;
   bearer: BearerAuthenticator;
   headers: HeaderPolicy;
+  /** Whose address a public route's limit counts (the same reading as login throttling's). */
+  clientAddress: ClientAddress;
   /** Counts requests of routes with a `rateLimit`; absent, no route is limited. */
   limits?: RouteLimits;
   /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
@@ -46,6 +49,7 @@ export class Admission {
   readonly #routes: () => ProxyRoutes;
   readonly #bearer: BearerAuthenticator;
   readonly #headers: HeaderPolicy;
+  readonly #clientAddress: ClientAddress;
   readonly #limits: RouteLimits | undefined;
   readonly #authorization: RouteAuthorization | undefined;
 
@@ -55,6 +59,7 @@ export class Admission {
     this.#routes = options.routes;
     this.#bearer = options.bearer;
     this.#headers = options.headers;
+    this.#clientAddress = options.clientAddress;
   }
 
   /**
@@ -81,7 +86,7 @@ export class Admission {
     const limited = route.config.rateLimit !== undefined && this.#limits !== undefined;
     if (route.config.auth === 'none') {
       record.principal = null;
-      return limited ? this.#takeLimit(route, `address:${this.#headers.clientAddress(req)}`) : undefined;
+      return limited ? this.#takeLimit(route, `address:${this.#clientAddress.of(req)}`) : undefined;
     }
     const checked = this.#bearer.authenticate(token ?? this.#bearer.presented(req.headers));
     const method = req.method ?? 'GET';

@@ -20,6 +20,7 @@ import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
 import { isConnectFailure, upstreamFailureKind } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
+import type { ClientAddress } from '../http/client-address.js';
 import type { UpstreamTarget } from './upstream-pool.js';
 
 /** A busy route's Retry-After: in-flight requests last about as long as a response. */
@@ -29,6 +30,8 @@ export interface ProxyHandlerOptions {
   admission: Admission;
   /** For the response headers; the request's come from admission. */
   headers: HeaderPolicy;
+  /** The client's address for the access line: the one reading route limits and login throttling use. */
+  clientAddress: ClientAddress;
   engine: ForwardingEngine;
   logger: Logger;
   /** One access line (`log.access`) and the request metrics, when each request ends. */
@@ -226,7 +229,7 @@ export class ProxyHandler {
       requestId: exchange.requestId,
       trace: exchange.trace,
       // Worked out only for the line: metrics do not need it.
-      clientAddress: telemetry.detailed ? this.#options.headers.clientAddress(req) : undefined,
+      clientAddress: telemetry.detailed ? this.#options.clientAddress.of(req) : undefined,
       method: req.method ?? 'GET',
       route: route?.name ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(exchange.url) : '',

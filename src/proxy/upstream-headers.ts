@@ -19,16 +19,16 @@
 // Set lookups, and no regular expression.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import proxyaddr from '@fastify/proxy-addr';
 import type { Principal } from '../core/principal.js';
 import type { IdentityHeaderNames } from '../config/schema.js';
 import type { AuthMethod, TokenType } from '../core/vocabulary.js';
+import type { ClientAddress } from '../http/client-address.js';
 import { REQUEST_ID_HEADER } from '../observability/request-id.js';
 
 export interface HeaderPolicyOptions {
   identityHeaders: IdentityHeaderNames;
-  /** Addresses, CIDRs or proxy-addr names (`loopback`, …) whose forwarding headers are believed. */
-  trustedProxies: readonly string[];
+  /** The client-address reading (`server.trustedProxies`): whose forwarding headers are believed, and the peer X-Forwarded-For names. */
+  clientAddress: ClientAddress;
   /** Client headers of the kinds removed below that backends may receive all the same (`proxy.allowClientHeaders`). */
   allowClientHeaders?: readonly string[];
 }
@@ -143,11 +143,6 @@ function nominated(connection: string | string[] | undefined, spared: (name: str
   return names;
 }
 
-/** `::ffff:192.0.2.1` (a dual-stack socket's IPv4 peer) as `192.0.2.1`. */
-function unmapped(address: string): string {
-  return address.length > 7 && address.slice(0, 7).toLowerCase() === '::ffff:' && address.includes('.', 7) ? address.slice(7) : address;
-}
-
 /** An RFC 7239 node: IPv6 bracketed and quoted. */
 function forwardedNode(address: string | undefined): string {
   if (address === undefined) return 'unknown';
@@ -169,7 +164,7 @@ function reframed(transferEncoding: string | string[] | undefined): string {
 }
 
 export class HeaderPolicy {
-  readonly #trust: (address: string, hop: number) => boolean;
+  readonly #clientAddress: ClientAddress;
   /** Canonical names removed from every request: the identity headers, X-Request-Id, client addresses and overrides not allowed. */
   readonly #removed: ReadonlySet<string>;
   /** Canonical names of `proxy.allowClientHeaders`: spares an `x-gatehouse-*` the gateway does not set. */
@@ -182,8 +177,7 @@ export class HeaderPolicy {
   readonly #authMethod: string;
 
   constructor(options: HeaderPolicyOptions) {
-    // Throws on an address proxy-addr cannot read: a configuration error at load.
-    this.#trust = proxyaddr.compile([...options.trustedProxies]);
+    this.#clientAddress = options.clientAddress;
     const names = options.identityHeaders;
     this.#subject = names.subject.toLowerCase();
     this.#username = names.username.toLowerCase();
@@ -222,10 +216,9 @@ export class HeaderPolicy {
   /** The headers to send upstream: a new object; `req.headers` is left as it is. */
   requestHeaders(req: IncomingMessage, context: RequestHeaderContext): OutgoingHttpHeaders {
     const source = req.headers;
-    // The immediate peer; undefined only once the socket has gone (never trusted then).
-    const rawPeer = req.socket.remoteAddress;
-    const peer = rawPeer === undefined ? undefined : unmapped(rawPeer);
-    const trusted = rawPeer !== undefined && this.#trust(rawPeer, 0);
+    // The immediate peer, read as the client address is; undefined only once the socket has gone (never trusted then).
+    const peer = this.#clientAddress.peer(req.socket);
+    const trusted = this.#clientAddress.trustsPeer(req.socket);
     const dropped = nominated(source.connection, (name) => NOT_NOMINATABLE.has(name) || isForwardingHeader(name));
     const out: OutgoingHttpHeaders = {};
 
@@ -293,11 +286,5 @@ export class HeaderPolicy {
       out[name] = value;
     }
     return out;
-  }
-
-  /** The client's address for logs: X-Forwarded-For is walked back through trusted proxies only. */
-  clientAddress(req: IncomingMessage): string {
-    const address = proxyaddr(req, this.#trust) as string | undefined;
-    return address === undefined ? '' : unmapped(address);
   }
 }

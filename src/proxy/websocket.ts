@@ -22,6 +22,7 @@ import type { Admission, Admitted } from './admission.js';
 import { TunnelRegistry, type Tunnel } from './tunnel-registry.js';
 import { isConnectFailure, upstreamError } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
+import type { ClientAddress } from '../http/client-address.js';
 import type { UpstreamTarget } from './upstream-pool.js';
 import { endTunnel, relay } from './websocket-relay.js';
 import { subprotocols } from './websocket-subprotocols.js';
@@ -40,6 +41,8 @@ export interface WebSocketProxyOptions {
   identity: IdentityProvider;
   /** For the upstream's answer to the client (its 101's extra headers, or its refusal). */
   headers: HeaderPolicy;
+  /** The client's address for the access line: the one reading route limits and login throttling use. */
+  clientAddress: ClientAddress;
   logger: Logger;
   /** The access line (the handshake's, then the tunnel's end) and the request metrics. */
   telemetry: RequestTelemetry;
@@ -285,7 +288,7 @@ export class WebSocketProxy {
       event,
       requestId: upgrade.requestId,
       trace: upgrade.trace,
-      clientAddress: telemetry.detailed ? this.#options.headers.clientAddress(req) : undefined,
+      clientAddress: telemetry.detailed ? this.#options.clientAddress.of(req) : undefined,
       method: 'GET',
       route: upgrade.route?.name ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(upgrade.url) : '',

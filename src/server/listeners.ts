@@ -17,6 +17,7 @@ import { answerFrameworkError } from '../http/error-handler.js';
 import type { Drain } from '../http/drain.js';
 import { writeErrorToSocket } from '../http/error-response.js';
 import { gatehouseError } from '../core/errors.js';
+import type { ClientAddress } from '../http/client-address.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -63,7 +64,7 @@ export function publicListener(
   proxy: RequestListener,
   drain: Drain,
   telemetry: RequestTelemetry,
-  clientAddress: (req: IncomingMessage) => string,
+  clientAddress: ClientAddress,
   cors?: CorsPolicy,
 ): FastifyInstance {
   const { trustedProxies, apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
@@ -123,7 +124,7 @@ export function publicListener(
       kind: 'gateway',
       requestId: request.id,
       trace: traceOf(raw),
-      clientAddress: telemetry.detailed ? clientAddress(raw) : undefined,
+      clientAddress: telemetry.detailed ? clientAddress.of(raw) : undefined,
       method: request.method,
       // The route's pattern (`/api/v1/requests/:id/status`): bounded, never the raw path.
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,

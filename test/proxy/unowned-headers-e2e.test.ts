@@ -5,6 +5,7 @@
 // the backend, in any spelling, unless the operator allows it by name.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IdentityHeaderNames } from '../../src/config/schema.js';
+import { compileClientAddress } from '../../src/http/client-address.js';
 import { HeaderPolicy } from '../../src/proxy/upstream-headers.js';
 import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -101,7 +102,7 @@ describe('proxy.allowClientHeaders', () => {
     tokenType: 'x-gatehouse-token-type',
     authMethod: 'x-gatehouse-auth-method',
   };
-  const policy = (allowClientHeaders: string[]) => new HeaderPolicy({ identityHeaders, trustedProxies: [], allowClientHeaders });
+  const policy = (allowClientHeaders: string[]) => new HeaderPolicy({ identityHeaders, clientAddress: compileClientAddress([]), allowClientHeaders });
 
   it('refuses an identity header or X-Request-Id: only the gateway sets those', () => {
     expect(() => policy(['X-Gatehouse-Username'])).toThrow('"x-gatehouse-username" is set by the gateway alone');
