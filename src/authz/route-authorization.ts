@@ -8,6 +8,7 @@
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { RouteGuard } from '../proxy/plug-ins.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 
 /** RFC 9110 9.2.1: what a read-only key may still do. */
@@ -28,7 +29,7 @@ function insufficient(reason: string, scopes?: readonly string[]): GatehouseErro
   });
 }
 
-export class RouteAuthorization {
+export class RouteAuthorization implements RouteGuard {
   readonly #identity: IdentityProvider;
 
   constructor(identity: IdentityProvider) {

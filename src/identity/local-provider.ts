@@ -13,7 +13,6 @@ import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
-import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
@@ -40,9 +39,18 @@ interface IndexedKey {
 /** Checks a password against its stored hash (scrypt unless a test holds it). */
 export type PasswordVerifier = (password: string, encoded: string) => Promise<boolean>;
 
+/**
+ * Where password hashing waits for its turn, per client address (limits/'s
+ * FairWorkQueue is the one the gateway uses): declared here so identity/ asks
+ * only for what it needs of a room above it.
+ */
+export interface HashingQueue {
+  run<T>(address: string, work: () => Promise<T>): Promise<T>;
+}
+
 export interface PasswordCheckOptions {
   /** Where each login's scrypt waits for its turn; absent, every login hashes at once. */
-  hashing?: FairWorkQueue;
+  hashing?: HashingQueue;
   verifyPassword?: PasswordVerifier;
   /**
    * Keys users made for themselves, kept in the shared store (account/): a

@@ -10,7 +10,7 @@
 // (no promise), and what admission finds is written into the caller's own
 // record instead of an object of its own, so a request allocates nothing here.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import type { RouteAuthorization } from '../authz/route-authorization.js';
+import type { RouteGuard } from './plug-ins.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError } from '../core/errors.js';
@@ -31,7 +31,7 @@ export interface AdmissionOptions {
   /** Counts requests of routes with a `rateLimit`; absent, no route is limited. */
   limits?: RouteLimits;
   /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
-  authorization?: RouteAuthorization;
+  authorization?: RouteGuard;
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -51,7 +51,7 @@ export class Admission {
   readonly #headers: HeaderPolicy;
   readonly #clientAddress: ClientAddress;
   readonly #limits: RouteLimits | undefined;
-  readonly #authorization: RouteAuthorization | undefined;
+  readonly #authorization: RouteGuard | undefined;
 
   constructor(options: AdmissionOptions) {
     this.#limits = options.limits;

@@ -13,11 +13,11 @@ import type { Metrics } from '../observability/metrics.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
-import type { AsyncCapture } from '../requests/async-capture.js';
 import type { Admission, Admitted } from './admission.js';
 import { guardBody } from '../limits/body-guard.js';
 import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
+import type { AcceptedAnswer } from './plug-ins.js';
 import { isConnectFailure, upstreamFailureKind } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { ClientAddress } from '../http/client-address.js';
@@ -39,7 +39,7 @@ export interface ProxyHandlerOptions {
   /** Upstream failures by kind. */
   metrics?: Metrics;
   /** Takes over every upstream 202 (spec 4.4); absent, 202s stream like any answer. */
-  capture?: AsyncCapture;
+  capture?: AcceptedAnswer;
   /** While the gateway stops, every answer closes its connection. */
   drain: Drain;
 }

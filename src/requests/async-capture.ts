@@ -11,10 +11,9 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { Principal } from '../core/principal.js';
 import type { CaptureOutcome, Metrics } from '../observability/metrics.js';
 import type { UpstreamResponse } from '../proxy/engine.js';
-import type { CompiledRoute } from '../routing/route-table.js';
+import type { AcceptedAnswer, AcceptedExchange } from '../proxy/plug-ins.js';
 import type { RequestRecord } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
 import type { RequestTracker } from './request-tracker.js';
@@ -27,17 +26,6 @@ export interface AsyncCaptureOptions {
   retryAfterS: number;
 }
 
-/** What the proxy knows about the exchange a 202 answers. */
-export interface AcceptedExchange {
-  route: CompiledRoute;
-  /** The origin of the target that answered. */
-  upstream: string;
-  /** Null on `auth: none` routes. */
-  principal: Principal | null | undefined;
-  /** The gateway's X-Request-Id, for the log. */
-  reqId: string;
-}
-
 /** Where a client polls a request (spec 4.3, the prefixed form of the full example). */
 export function statusPath(id: string): string {
   return `/api/v1/requests/${id}/status`;
@@ -47,7 +35,7 @@ type Unrecorded = Extract<CaptureOutcome, 'not_json' | 'too_large' | 'no_request
 
 const FATAL_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-export class AsyncCapture {
+export class AsyncCapture implements AcceptedAnswer {
   readonly #options: AsyncCaptureOptions;
   readonly #logger: Logger;
 

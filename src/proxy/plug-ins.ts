@@ -1,0 +1,28 @@
+// The small interfaces the proxy's plug-ins implement. The proxy declares
+// what it asks of them and imports none of them: authz/ says who may use a
+// route, requests/ takes over a 202. The composition root hands them in.
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Principal } from '../core/principal.js';
+import type { CompiledRoute } from '../routing/route-table.js';
+import type { UpstreamResponse } from './engine.js';
+
+/** Whether the caller may use a route with a method (authz/); throws a 403 GatehouseError, synchronously. */
+export interface RouteGuard {
+  check(route: CompiledRoute, method: string, principal: Principal): void;
+}
+
+/** What the proxy knows about the exchange a 202 answers. */
+export interface AcceptedExchange {
+  route: CompiledRoute;
+  /** The origin of the target that answered. */
+  upstream: string;
+  /** Null on `auth: none` routes. */
+  principal: Principal | null | undefined;
+  /** The gateway's X-Request-Id, for the log. */
+  reqId: string;
+}
+
+/** Takes over an upstream's 202 answer and writes it to the client (requests/: spec 4.4). */
+export interface AcceptedAnswer {
+  respond(res: ServerResponse, upstream: UpstreamResponse, headers: OutgoingHttpHeaders, exchange: AcceptedExchange): void;
+}
