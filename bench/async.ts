@@ -31,7 +31,11 @@ export async function runAsyncSection(overrides: Partial<MeasureSettings> = {}):
       settings,
     );
     const [proxied, poll, capture] = rows as [Row, Row, Row];
-    printTable(`Asynchronous requests on Redis: medians of ${settings.rounds} rounds, c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`, rows, 'proxied GET (200)');
+    printTable(
+      `Asynchronous requests on Redis: medians of ${settings.rounds} rounds, c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
+      rows,
+      'proxied GET (200)',
+    );
     process.stdout.write(
       `status polls / proxied requests: ${(poll.rps! / proxied.rps!).toFixed(2)}×   202 capture / plain 200: ${(capture.rps! / proxied.rps!).toFixed(2)}× ` +
         `(CPU ${capture.cpuUsPerRequest!.toFixed(0)} vs ${proxied.cpuUsPerRequest!.toFixed(0)} µs/request)\n`,

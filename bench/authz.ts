@@ -31,7 +31,11 @@ export async function runAuthzSection(): Promise<void> {
       ],
       settings,
     );
-    printTable(`Route rules (${generatorName()}, c=${settings.connections}, ${settings.rounds} interleaved rounds of ${settings.durationS} s)`, rows, rows[0]!.name);
+    printTable(
+      `Route rules (${generatorName()}, c=${settings.connections}, ${settings.rounds} interleaved rounds of ${settings.durationS} s)`,
+      rows,
+      rows[0]!.name,
+    );
     writeResults('authz', { rows });
   } finally {
     await Promise.allSettled(servers.map((server) => server.stop()));

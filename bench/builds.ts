@@ -60,13 +60,17 @@ export async function runBuildsSection(): Promise<Row[]> {
     say(`measuring ${subjects.length} rows, ${settings.rounds} interleaved rounds of ${settings.durationS} s`);
     const rows = await measure(subjects, settings);
     printTable(
-      `Two builds, one run: proxied request with a bearer check, Redis store; medians of ${settings.rounds} rounds at c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
+      'Two builds, one run: proxied request with a bearer check, Redis store; ' +
+        `medians of ${settings.rounds} rounds at c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
       rows,
       `baseline ${ref}`,
     );
     const [before, after] = rows;
     if (before?.cpuUsPerRequest && after?.cpuUsPerRequest) {
-      say(`CPU per request: ${before.cpuUsPerRequest.toFixed(1)} µs → ${after.cpuUsPerRequest.toFixed(1)} µs (${((after.cpuUsPerRequest / before.cpuUsPerRequest - 1) * 100).toFixed(1)} %)`);
+      say(
+        `CPU per request: ${before.cpuUsPerRequest.toFixed(1)} µs → ${after.cpuUsPerRequest.toFixed(1)} µs ` +
+          `(${((after.cpuUsPerRequest / before.cpuUsPerRequest - 1) * 100).toFixed(1)} %)`,
+      );
     }
     writeResults('builds', { ref, settings, rows });
     return rows;

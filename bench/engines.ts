@@ -21,11 +21,17 @@ export async function runEnginesSection(overrides: Partial<MeasureSettings> = {}
       const gatehouse = await startGatehouse({ routes: [{ prefix: '/', upstreams: [upstream.url] }], engine });
       gatehouses.push(gatehouse);
       const tokens = await loginTokens(gatehouse.url);
-      subjects.push({ name: `gatehouse on ${engine}`, url: `${gatehouse.url}/items/1`, headers: { authorization: `Bearer ${tokens.access_token}` }, cpuMicros: gatehouse.cpuMicros });
+      subjects.push({
+        name: `gatehouse on ${engine}`,
+        url: `${gatehouse.url}/items/1`,
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+        cpuMicros: gatehouse.cpuMicros,
+      });
     }
     const rows = await measure(subjects, settings);
     printTable(
-      `Forwarding engines on Gatehouse's hot path (bearer check on every request): medians of ${settings.rounds} rounds, c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
+      "Forwarding engines on Gatehouse's hot path (bearer check on every request): " +
+        `medians of ${settings.rounds} rounds, c=${settings.connections}, ${settings.durationS} s, ${generatorName()}`,
       rows,
       'bare http-proxy (no auth)',
     );

@@ -45,7 +45,11 @@ export function benchJsonBody(): Array<{ body: string; bytes: number; parseNs: n
 
 export async function runJsonBodySection(): Promise<void> {
   const rows = benchJsonBody();
-  const lines = rows.map((r) => `${r.body.padEnd(8)} ${String(r.bytes).padStart(6)} B  ${r.parseNs.toFixed(0).padStart(8)} ns  ${r.parseAndScanNs.toFixed(0).padStart(8)} ns  ${r.ratio.toFixed(2)}×`);
+  const lines = rows.map(
+    (r) =>
+      `${r.body.padEnd(8)} ${String(r.bytes).padStart(6)} B  ` +
+      `${r.parseNs.toFixed(0).padStart(8)} ns  ${r.parseAndScanNs.toFixed(0).padStart(8)} ns  ${r.ratio.toFixed(2)}×`,
+  );
   process.stdout.write(`\nJSON bodies: secure-json-parse alone, then with the duplicate-key scan (median of ${ROUNDS})\n${lines.join('\n')}\n`);
   writeResults('json', rows);
 }

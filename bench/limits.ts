@@ -13,7 +13,12 @@ import { loadRow, printTable, writeResults, type Row } from './lib/report.js';
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTIONS = 50;
 
-async function measureOn(gatehouse: GatehouseProcess, name: string, url: string, init: { method?: string; headers: Record<string, string>; body?: string }): Promise<Row> {
+async function measureOn(
+  gatehouse: GatehouseProcess,
+  name: string,
+  url: string,
+  init: { method?: string; headers: Record<string, string>; body?: string },
+): Promise<Row> {
   const cpuBefore = gatehouse.cpuMicros();
   const result = await load(url, { connections: CONNECTIONS, durationS: DURATION_S, ...init });
   return loadRow(name, result, gatehouse.cpuMicros() - cpuBefore);
@@ -35,7 +40,13 @@ export async function runLimitsSection(): Promise<void> {
       const gatehouse = await startGatehouse({ routes, logLevel: 'warn', extra: { store, limits: { login: { enabled } }, log: { access: false } } });
       servers.push(gatehouse);
       const body = JSON.stringify({ username: BENCH_USER, password: gatehouse.apiKey });
-      loginRows.push(await measureOn(gatehouse, `login (API key), throttling ${enabled ? 'on' : 'off'}`, `${gatehouse.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }));
+      loginRows.push(
+        await measureOn(gatehouse, `login (API key), throttling ${enabled ? 'on' : 'off'}`, `${gatehouse.url}/api/v1/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        }),
+      );
       if (enabled) {
         const headers = { authorization: `Bearer ${(await loginTokens(gatehouse.url)).access_token}` };
         // Warm both paths up first: the first route measured would otherwise pay for the JIT.

@@ -75,11 +75,15 @@ async function upload(url: string, bytes: number): Promise<number> {
     },
   });
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/bulk`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': bytes, authorization: process.env.BENCH_AUTH! } }, (res) => {
-      let text = '';
-      res.on('data', (d: Buffer) => (text += d));
-      res.on('end', () => resolve((JSON.parse(text) as { received: number }).received));
-    });
+    const req = request(
+      `${url}/bulk`,
+      { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'content-length': bytes, authorization: process.env.BENCH_AUTH! } },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d));
+        res.on('end', () => resolve((JSON.parse(text) as { received: number }).received));
+      },
+    );
     req.on('error', reject);
     body.pipe(req);
   });
@@ -112,7 +116,10 @@ export async function runMemorySection(): Promise<void> {
     // Redis as in production: each cache miss costs one session lookup there.
     const started = Date.now();
     const tokens = await distinctTokens(gatehouse, count, cacheMaxEntries);
-    process.stdout.write(`\nRSS of the gateway while ${count.toLocaleString('en')} distinct valid tokens are presented (tokens.cacheMaxEntries = ${cacheMaxEntries.toLocaleString('en')}; ${((Date.now() - started) / 1000).toFixed(0)} s):\n`);
+    process.stdout.write(
+      `\nRSS of the gateway while ${count.toLocaleString('en')} distinct valid tokens are presented ` +
+        `(tokens.cacheMaxEntries = ${cacheMaxEntries.toLocaleString('en')}; ${((Date.now() - started) / 1000).toFixed(0)} s):\n`,
+    );
     process.stdout.write('| tokens presented | RSS MiB |\n|---|---|\n');
     for (const s of tokens.samples) process.stdout.write(`| ${s.tokens.toLocaleString('en')} | ${s.rssMiB.toFixed(0)} |\n`);
     if (tokens.failures > 0) process.stdout.write(`(${tokens.failures} requests failed: the figures are void)\n`);
@@ -131,8 +138,10 @@ export async function runMemorySection(): Promise<void> {
       downloaded = await download(gatehouse.url, GiB);
     });
     process.stdout.write(
-      `\n1 GiB through the gateway (streaming): upload ${uploaded === GiB ? 'complete' : `INCOMPLETE (${uploaded})`}, RSS ${before.toFixed(0)} → peak ${uploadPeak.toFixed(0)} MiB (+${(uploadPeak - before).toFixed(1)}); ` +
-        `download ${downloaded === GiB ? 'complete' : `INCOMPLETE (${downloaded})`}, RSS ${middle.toFixed(0)} → peak ${downloadPeak.toFixed(0)} MiB (+${(downloadPeak - middle).toFixed(1)})\n`,
+      `\n1 GiB through the gateway (streaming): upload ${uploaded === GiB ? 'complete' : `INCOMPLETE (${uploaded})`}, ` +
+        `RSS ${before.toFixed(0)} → peak ${uploadPeak.toFixed(0)} MiB (+${(uploadPeak - before).toFixed(1)}); ` +
+        `download ${downloaded === GiB ? 'complete' : `INCOMPLETE (${downloaded})`}, ` +
+        `RSS ${middle.toFixed(0)} → peak ${downloadPeak.toFixed(0)} MiB (+${(downloadPeak - middle).toFixed(1)})\n`,
     );
     writeResults('memory', {
       tokens,

@@ -39,13 +39,27 @@ export async function runOidcSection(): Promise<void> {
     const rows = await measure(
       [
         { name: 'local mode, Gatehouse access token', url: `${local.url}/p/x`, headers: bearer(own.access_token), cpuMicros: () => local.cpuMicros() },
-        { name: 'oidc mode, provider access token (JWKS)', url: `${fronting.url}/p/x`, headers: bearer(provider.access_token), cpuMicros: () => fronting.cpuMicros() },
-        { name: 'oidc mode, provider refresh token (introspected, cached)', url: `${fronting.url}/p/x`, headers: bearer(provider.refresh_token), cpuMicros: () => fronting.cpuMicros() },
+        {
+          name: 'oidc mode, provider access token (JWKS)',
+          url: `${fronting.url}/p/x`,
+          headers: bearer(provider.access_token),
+          cpuMicros: () => fronting.cpuMicros(),
+        },
+        {
+          name: 'oidc mode, provider refresh token (introspected, cached)',
+          url: `${fronting.url}/p/x`,
+          headers: bearer(provider.refresh_token),
+          cpuMicros: () => fronting.cpuMicros(),
+        },
       ],
       settings,
     );
     const introspections = (op.hits.get('/token/introspection') ?? 0) - introspectionsBefore;
-    printTable(`Fronting an OpenID Provider (${generatorName()}, c=${settings.connections}, ${settings.rounds} interleaved rounds of ${settings.durationS} s)`, rows, rows[0]!.name);
+    printTable(
+      `Fronting an OpenID Provider (${generatorName()}, c=${settings.connections}, ${settings.rounds} interleaved rounds of ${settings.durationS} s)`,
+      rows,
+      rows[0]!.name,
+    );
     console.log(`introspections at the provider during the run: ${introspections} (one per token per introspection interval)`);
     writeResults('oidc', { rows, introspections });
   } finally {

@@ -90,7 +90,8 @@ export async function runProxySection(overrides: Partial<MeasureSettings> = {}):
     const fast = byName('@fastify/http-proxy (no auth)');
     const direct = byName('upstream direct');
     process.stdout.write(
-      `targets: gatehouse / bare http-proxy ${(gate.rps! / base.rps!).toFixed(2)}× (≥ 1.0), gatehouse / @fastify/http-proxy ${(gate.rps! / fast.rps!).toFixed(2)}× (≥ 1.0), ` +
+      `targets: gatehouse / bare http-proxy ${(gate.rps! / base.rps!).toFixed(2)}× (≥ 1.0), ` +
+        `gatehouse / @fastify/http-proxy ${(gate.rps! / fast.rps!).toFixed(2)}× (≥ 1.0), ` +
         `c=1 p99 gatehouse − bare ${(gate.c1P99Ms! - base.c1P99Ms!).toFixed(3)} ms (≤ 0.3), ` +
         `status polls / proxied ${(byName('gatehouse status poll').rps! / gate.rps!).toFixed(2)}× (≥ 0.9), ` +
         `fixed-rate p99 added vs direct ${(Number(gate.fixedRateP99Ms) - Number(direct.fixedRateP99Ms)).toFixed(3)} ms (< 1)\n`,

@@ -112,20 +112,40 @@ try {
   const ops = [...traffic.done.values()].reduce((a, b) => a + b, 0);
   const checks: Array<[string, boolean, string]> = [
     ['errors', traffic.errors === 0, `${traffic.errors}${traffic.errorSamples.length > 0 ? `, first: ${traffic.errorSamples.join(' | ')}` : ''}`],
-    ['lost records', verification.lost.length === 0, `${verification.lost.length} of ${verification.checked}${verification.lost.length > 0 ? ` (${verification.lost.slice(0, 5).join(', ')})` : ''}`],
-    ['wrong records', verification.wrong.length === 0, `${verification.wrong.length}${verification.wrong.length > 0 ? ` (${JSON.stringify(verification.wrong.slice(0, 3))})` : ''}`],
+    [
+      'lost records',
+      verification.lost.length === 0,
+      `${verification.lost.length} of ${verification.checked}${verification.lost.length > 0 ? ` (${verification.lost.slice(0, 5).join(', ')})` : ''}`,
+    ],
+    [
+      'wrong records',
+      verification.wrong.length === 0,
+      `${verification.wrong.length}${verification.wrong.length > 0 ? ` (${JSON.stringify(verification.wrong.slice(0, 3))})` : ''}`,
+    ],
     ['every requestId verified', verification.checked === traffic.accepted && traffic.accepted > 0, `${verification.checked} of ${traffic.accepted}`],
-    ['rss flat', end <= rssAllowed, `${mib(start)} after the ${WARM_UP_S} s warm-up → ${mib(end)} in the last ${WINDOW_S} s (allowed up to ${mib(rssAllowed)}: +${RSS_TOLERANCE.share * 100} % or +${RSS_TOLERANCE.mib} MiB)`],
-    ['open fds flat', after.fds <= before.fds + FD_TOLERANCE, `${before.fds} before the load → ${after.fds} once its clients had gone (allowed up to ${before.fds + FD_TOLERANCE}; upstream keep-alive connections apart: ${before.upstreamConnections} → ${after.upstreamConnections})`],
+    [
+      'rss flat',
+      end <= rssAllowed,
+      `${mib(start)} after the ${WARM_UP_S} s warm-up → ${mib(end)} in the last ${WINDOW_S} s ` +
+        `(allowed up to ${mib(rssAllowed)}: +${RSS_TOLERANCE.share * 100} % or +${RSS_TOLERANCE.mib} MiB)`,
+    ],
+    [
+      'open fds flat',
+      after.fds <= before.fds + FD_TOLERANCE,
+      `${before.fds} before the load → ${after.fds} once its clients had gone (allowed up to ${before.fds + FD_TOLERANCE}; ` +
+        `upstream keep-alive connections apart: ${before.upstreamConnections} → ${after.upstreamConnections})`,
+    ],
   ];
 
   const lines = [
     `soak finished: ${ops} operations in ${loadS.toFixed(1)} s = ${(ops / loadS).toFixed(1)} operations/s (target ${RATE}/s; ${machineLoad()})`,
     ...[...traffic.latencies.entries()].map(([kind, list]) => {
       const sorted = [...list].sort((a, b) => a - b);
-      return `  ${kind.padEnd(9)} ${String(traffic.done.get(kind) ?? 0).padStart(7)} ok   p50 ${percentile(sorted, 0.5).toFixed(2)} ms   p99 ${percentile(sorted, 0.99).toFixed(2)} ms`;
+      const done = String(traffic.done.get(kind) ?? 0).padStart(7);
+      return `  ${kind.padEnd(9)} ${done} ok   p50 ${percentile(sorted, 0.5).toFixed(2)} ms   p99 ${percentile(sorted, 0.99).toFixed(2)} ms`;
     }),
-    `  records: ${verification.checked} accepted (${verification.byStatus.completed} completed, ${verification.byStatus.failed} failed, ${verification.byStatus.pending} left pending)`,
+    `  records: ${verification.checked} accepted ` +
+      `(${verification.byStatus.completed} completed, ${verification.byStatus.failed} failed, ${verification.byStatus.pending} left pending)`,
     `  gateway rss idle: ${mib(before.rssMiB)} before the load, ${mib(after.rssMiB)} after it`,
     ...checks.map(([name, ok, detail]) => `  ${ok ? 'ok  ' : 'FAIL'} ${name}: ${detail}`),
   ];

@@ -88,7 +88,12 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
     ? [ENGINE_LAUNCHER, options.engine, file]
     : [join(options.distDir ?? 'dist', 'main.js'), 'start', '--config', file];
   // Logs go where production logs go: a file descriptor the process writes to.
-  const child = own(spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env } }));
+  const child = own(
+    spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env },
+    }),
+  );
   const url = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 20_000;

@@ -19,7 +19,12 @@ export interface Row {
 }
 
 /** A load run as a table row; `cpuMicros`: the server's CPU time spent during the run. */
-export function loadRow(name: string, result: { requests: number; rps: number; p50Ms: number; p99Ms: number; errors: number }, cpuMicros: number, note?: string): Row {
+export function loadRow(
+  name: string,
+  result: { requests: number; rps: number; p50Ms: number; p99Ms: number; errors: number },
+  cpuMicros: number,
+  note?: string,
+): Row {
   const { rps, p50Ms, p99Ms, errors } = result;
   return { name, rps, p50Ms, p99Ms, cpuUsPerRequest: cpuMicros / Math.max(1, result.requests), errors, ...(note !== undefined && { note }) };
 }
@@ -53,6 +58,9 @@ export function writeResults(section: string, data: unknown): string {
   const dir = join('bench', 'results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${section}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({ section, at: new Date().toISOString(), node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model, data }, null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify({ section, at: new Date().toISOString(), node: process.version, cpus: cpus().length, cpu: cpus()[0]?.model, data }, null, 2),
+  );
   return file;
 }

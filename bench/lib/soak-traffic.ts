@@ -135,7 +135,12 @@ export class SoakTraffic {
         else await this.#report(this.#takePending());
         return;
       case 'refresh': {
-        const answer = await this.#call(kind, `${this.#target.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: session.refresh }) }, 200);
+        const answer = await this.#call(
+          kind,
+          `${this.#target.url}/api/v1/auth/refresh`,
+          { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: session.refresh }) },
+          200,
+        );
         session.access = (JSON.parse(answer.body) as { access_token: string }).access_token;
         return;
       }
@@ -147,7 +152,12 @@ export class SoakTraffic {
 
   async #login(withPassword: boolean): Promise<Session> {
     const password = withPassword ? BENCH_PASSWORD : this.#target.apiKey;
-    const answer = await this.#call('login', `${this.#target.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: BENCH_USER, password }) }, 200);
+    const answer = await this.#call(
+      'login',
+      `${this.#target.url}/api/v1/auth/login`,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: BENCH_USER, password }) },
+      200,
+    );
     const tokens = JSON.parse(answer.body) as { access_token: string; refresh_token: string };
     return { access: tokens.access_token, refresh: tokens.refresh_token };
   }
@@ -175,7 +185,8 @@ export class SoakTraffic {
     const reportStarted = performance.now();
     const [status, applied] = await Promise.all([polled, this.#report(id).then((made) => (made ? performance.now() - reportStarted : Infinity))]);
     // A report applied well inside the wait must end it; `pending` then means the change was missed.
-    if (status === 'pending' && applied < LONG_POLL_WAIT_S * 1000 - 500) throw new Error(`${id}: a long poll answered pending though its report was applied after ${applied.toFixed(0)} ms`);
+    if (status === 'pending' && applied < LONG_POLL_WAIT_S * 1000 - 500)
+      throw new Error(`${id}: a long poll answered pending though its report was applied after ${applied.toFixed(0)} ms`);
   }
 
   /** Reports a pending request's outcome; false when it was not pending (or someone else is reporting it). */
@@ -256,7 +267,8 @@ export class SoakTraffic {
         result.byStatus[entry.expected]++;
         if (answer.status === 404) result.lost.push(id);
         else if (answer.status !== 200) result.wrong.push({ id, expected: entry.expected, got: `HTTP ${answer.status}` });
-        else if ((JSON.parse(answer.body) as { status: string }).status !== entry.expected) result.wrong.push({ id, expected: entry.expected, got: answer.body });
+        else if ((JSON.parse(answer.body) as { status: string }).status !== entry.expected)
+          result.wrong.push({ id, expected: entry.expected, got: answer.body });
       }
     };
     await Promise.all(Array.from({ length: concurrency }, worker));

@@ -173,7 +173,9 @@ describe('sessions', () => {
   it('lists the user\'s sessions with the current one marked, and ends one of them', async () => {
     const first = await login('bob', 'bob-password-1');
     const second = await login('bob', 'bob-password-1');
-    const { sessions } = (await (await call('/api/v1/account/sessions', second.access_token)).json()) as { sessions: Array<{ id: string; current: boolean; method: string }> };
+    const { sessions } = (await (await call('/api/v1/account/sessions', second.access_token)).json()) as {
+      sessions: Array<{ id: string; current: boolean; method: string }>;
+    };
     const current = sessions.filter((session) => session.current);
     expect(current).toHaveLength(1);
     const firstSid = decodeJwt(first.access_token).sid as string;

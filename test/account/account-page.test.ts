@@ -157,7 +157,9 @@ describe('the account page', () => {
   });
 
   it('signs out everywhere: every session of the user ends', async () => {
-    const other = (await (await postJson(`${b.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as { access_token: string };
+    const other = (await (await postJson(`${b.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as {
+      access_token: string;
+    };
     const page = await browser.browser.newPage();
     try {
       await page.goto(`${a.url}/account`);
@@ -174,9 +176,15 @@ describe('the account page', () => {
   });
 
   it('shows a label that looks like markup as text: a key\'s label cannot run script in the page', async () => {
-    const { access_token } = (await (await postJson(`${a.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as { access_token: string };
+    const { access_token } = (await (await postJson(`${a.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as {
+      access_token: string;
+    };
     const label = '<img src=x onerror="window.pwned=1">';
-    const created = await fetch(`${a.url}/api/v1/account/api-keys`, { method: 'POST', headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ label }) });
+    const created = await fetch(`${a.url}/api/v1/account/api-keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ label }),
+    });
     expect(created.status).toBe(201);
     const page = await browser.browser.newPage();
     try {
@@ -200,7 +208,9 @@ describe('the account page', () => {
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       const unlabelled = await page.evaluate(`[...document.querySelectorAll('input, button')]
         .filter((element) => element.offsetParent !== null)
-        .filter((element) => !((element.labels?.length ? element.labels[0].textContent : (element.getAttribute('aria-label') ?? element.textContent)) ?? '').trim())
+        .filter((element) => !((element.labels?.length
+          ? element.labels[0].textContent
+          : (element.getAttribute('aria-label') ?? element.textContent)) ?? '').trim())
         .map((element) => element.outerHTML)`);
       expect(unlabelled).toEqual([]);
     } finally {

@@ -89,7 +89,9 @@ describe('keys made through the account API, on Redis', () => {
     await a.close();
     a = await instance();
     expect((await login(a, 'bob', created.key)).status).toBe(200);
-    const { apiKeys } = (await (await call(a, '/api/v1/account/api-keys', access_token)).json()) as { apiKeys: Array<{ id: string; lastUsedAt: string | null }> };
+    const { apiKeys } = (await (await call(a, '/api/v1/account/api-keys', access_token)).json()) as {
+      apiKeys: Array<{ id: string; lastUsedAt: string | null }>;
+    };
     expect(apiKeys.find((key) => key.id === created.id)?.lastUsedAt).toEqual(expect.any(String));
   });
 

@@ -417,7 +417,13 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
       const otherDir = await mkdtemp(join(tmpdir(), 'gatehouse-other-keys-'));
       const otherKeys = await loadKeySet({ file: join(otherDir, 'keys.json'), algorithm: 'EdDSA', retainS: REFRESH_TTL_S, logger: silent });
       try {
-        const stranger = new TokenIssuer({ keys: otherKeys, issuer: ISSUER, audience: AUDIENCE, accessTokenTtlS: ACCESS_TTL_S, refreshTokenTtlS: REFRESH_TTL_S });
+        const stranger = new TokenIssuer({
+          keys: otherKeys,
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          accessTokenTtlS: ACCESS_TTL_S,
+          refreshTokenTtlS: REFRESH_TTL_S,
+        });
         const { session } = await startSession(parts, store, 'alice');
         const tokens = await stranger.issueTokenSet(session, parts.clock.ms);
         parts.tokens.push(tokens.access_token);
@@ -668,7 +674,14 @@ describe('BearerAuthenticator under a flood of revocations', () => {
     const parts = await makeParts();
     // 10,001 sessions of one user: room for them past the default sessions-per-user cap.
     const store = new CountingStore(new MemoryStore({ maxSessionsPerUser: 20_000 }));
-    const auth = new BearerAuthenticator({ verifier: parts.verifier, store, identity: parts.identity, maxEntries: 10, logger: silent, now: () => parts.clock.ms });
+    const auth = new BearerAuthenticator({
+      verifier: parts.verifier,
+      store,
+      identity: parts.identity,
+      maxEntries: 10,
+      logger: silent,
+      now: () => parts.clock.ms,
+    });
     try {
       const others = Array.from({ length: 10_001 }, () => randomUUID());
       const now = Date.now();

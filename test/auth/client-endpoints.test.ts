@@ -30,7 +30,12 @@ describe('introspection and revocation for configured clients', () => {
     const client = await relyingParty();
     expect(client.serverMetadata()).toMatchObject({ introspection_endpoint: `${issuer}/oauth/introspect`, revocation_endpoint: `${issuer}/oauth/revoke` });
     const tokens = await oidc.genericGrantRequest(client, 'password', { username: 'alice', password: 'alice-password-1' });
-    expect(await oidc.tokenIntrospection(client, tokens.access_token)).toMatchObject({ active: true, username: 'alice', token_type: 'access_token', iss: issuer });
+    expect(await oidc.tokenIntrospection(client, tokens.access_token)).toMatchObject({
+      active: true,
+      username: 'alice',
+      token_type: 'access_token',
+      iss: issuer,
+    });
     expect(await oidc.tokenIntrospection(client, tokens.refresh_token!)).toMatchObject({ active: true, token_type: 'refresh_token' });
     await oidc.tokenRevocation(client, tokens.refresh_token!);
     expect(await oidc.tokenIntrospection(client, tokens.access_token)).toEqual({ active: false });
@@ -48,10 +53,18 @@ describe('introspection and revocation for configured clients', () => {
     // RFC 6749 5.2: a 401 with a WWW-Authenticate challenge, which the stock client reports as such.
     await expect(oidc.tokenIntrospection(wrong, 'x')).rejects.toBeInstanceOf(oidc.WWWAuthenticateChallengeError);
     const basic = Buffer.from(`${CLIENT_ID}:wrong-secret`).toString('base64');
-    const refused = await fetch(`${issuer}/oauth/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` }, body: 'token=x' });
+    const refused = await fetch(`${issuer}/oauth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${basic}` },
+      body: 'token=x',
+    });
     expect(refused.status).toBe(401);
     expect(await refused.json()).toMatchObject({ error: 'invalid_client' });
-    const anonymous = await fetch(`${issuer}/oauth/introspect`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=x' });
+    const anonymous = await fetch(`${issuer}/oauth/introspect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'token=x',
+    });
     expect(anonymous.status).toBe(401);
     expect(await anonymous.json()).toMatchObject({ error: 'invalid_client' });
   });

@@ -18,7 +18,10 @@ beforeAll(async () => {
       { name: 'alice', password: 'alice-password-1', roles: ['reader'] },
       { name: 'bob', password: 'bob-password-1' },
     ],
-    config: { authorization: { roles: ['reader'] }, routes: [{ name: 'feed', prefix: '/feed', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } }] },
+    config: {
+      authorization: { roles: ['reader'] },
+      routes: [{ name: 'feed', prefix: '/feed', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } }],
+    },
   });
 });
 afterAll(async () => {

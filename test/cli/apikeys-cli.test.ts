@@ -70,7 +70,14 @@ describe('apikeys create', () => {
 
     const alice = (await readUsersFile(usersFile)).users.alice!;
     await withProvider(async (provider) => {
-      await expect(provider.authenticate('alice', key)).resolves.toEqual({ sub: alice.id, username: 'alice', method: 'api_key', apiKeyId: keyId, roles: [], groups: [] });
+      await expect(provider.authenticate('alice', key)).resolves.toEqual({
+        sub: alice.id,
+        username: 'alice',
+        method: 'api_key',
+        apiKeyId: keyId,
+        roles: [],
+        groups: [],
+      });
       await expect(provider.authenticate('bob', key)).resolves.toBeNull();
     });
   });
@@ -164,7 +171,17 @@ describe('apikeys list', () => {
 describe('usage', () => {
   it('answers bad usage with one line on stderr, pointing to the usage, and exit code 2', async () => {
     const before = await readFile(usersFile, 'utf8');
-    const cases = [[], ['rotate'], ['create'], ['create', 'alice', 'bob'], ['create', 'alice', '--label'], ['create', 'alice', '--lable', 'x'], ['revoke'], ['revoke', 'a', 'b'], ['list', 'alice', 'bob']];
+    const cases = [
+      [],
+      ['rotate'],
+      ['create'],
+      ['create', 'alice', 'bob'],
+      ['create', 'alice', '--label'],
+      ['create', 'alice', '--lable', 'x'],
+      ['revoke'],
+      ['revoke', 'a', 'b'],
+      ['list', 'alice', 'bob'],
+    ];
     for (const args of cases) {
       const result = await apikeys(args);
       expect(result.code, args.join(' ')).toBe(2);

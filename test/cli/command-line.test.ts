@@ -190,7 +190,11 @@ describe('check-config', () => {
 
 describe('a failure at run time', () => {
   it('is one line on stderr and exit code 1', async () => {
-    expect(await runGatehouse(['--config', configFile, 'apikeys', 'create', 'ghost'])).toEqual({ code: 1, stdout: '', stderr: 'gatehouse: unknown user: ghost\n' });
+    expect(await runGatehouse(['--config', configFile, 'apikeys', 'create', 'ghost'])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'gatehouse: unknown user: ghost\n',
+    });
     writeFileSync(join(dir, 'keys.json'), '{not json');
     const result = await runGatehouse(['--config', configFile, 'keys', 'list']);
     expect(result).toMatchObject({ code: 1, stdout: '' });

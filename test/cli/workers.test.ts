@@ -39,10 +39,14 @@ function workerPids(): number[] {
 function loginOk(): Promise<boolean> {
   const body = JSON.stringify({ username: 'alice', password: 'alice-password-1' });
   return new Promise((resolve) => {
-    const req = request(`${url}/api/v1/auth/login`, { method: 'POST', agent: false, timeout: 2_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const req = request(
+      `${url}/api/v1/auth/login`,
+      { method: 'POST', agent: false, timeout: 2_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
     req.end(body);

@@ -65,7 +65,16 @@ describe('parseConfig', () => {
     );
     const paths = problems.map((p) => p.split(':')[0]);
     expect(paths).toEqual(
-      expect.arrayContaining(['server.port', 'server', 'store.url', 'identity.provider', 'tokens.accessTokenTtlS', 'tokens.algorithm', 'routes[0].prefix', 'routes[0].upstreams']),
+      expect.arrayContaining([
+        'server.port',
+        'server',
+        'store.url',
+        'identity.provider',
+        'tokens.accessTokenTtlS',
+        'tokens.algorithm',
+        'routes[0].prefix',
+        'routes[0].upstreams',
+      ]),
     );
     expect(problems.find((p) => p.startsWith('server:'))).toMatch(/hostt/);
   });

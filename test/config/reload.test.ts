@@ -102,7 +102,11 @@ describe('reload()', () => {
     const reload = reloader();
     writeConfig([route('a')], ['server: {port: 8181}', 'log: {level: warn}']);
     expect(reload.reload()).toBe(true);
-    expect(logs.entries().at(-1)).toMatchObject({ level: 40, sections: ['server', 'log'], msg: 'config changes outside the routes take effect only after a restart' });
+    expect(logs.entries().at(-1)).toMatchObject({
+      level: 40,
+      sections: ['server', 'log'],
+      msg: 'config changes outside the routes take effect only after a restart',
+    });
   });
 });
 

@@ -57,7 +57,11 @@ describe('a browser application on another origin', () => {
     await page.goto(allowed);
     const result = await page.evaluate(async (gateway) => {
       const json = { 'content-type': 'application/json' };
-      const login = await fetch(`${gateway}/api/v1/auth/login`, { method: 'POST', headers: json, body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }) });
+      const login = await fetch(`${gateway}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }),
+      });
       const { access_token: token } = (await login.json()) as { access_token: string };
       const auth = { authorization: `Bearer ${token}` };
       const orders = await fetch(`${gateway}/orders/7`, { headers: auth });

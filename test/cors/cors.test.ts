@@ -37,7 +37,11 @@ function preflight(path: string, origin: string, method: string, headers = 'auth
 
 describe('preflights', () => {
   it('are answered by the gateway, without credentials, for its endpoints and for a route, never by the backend', async () => {
-    for (const [path, method] of [['/api/v1/auth/login', 'POST'], ['/orders/7', 'GET'], ['/api/v1/requests/0b6f1c2a-3d4e-4f50-8a61-000000000001/status', 'GET']] as const) {
+    for (const [path, method] of [
+      ['/api/v1/auth/login', 'POST'],
+      ['/orders/7', 'GET'],
+      ['/api/v1/requests/0b6f1c2a-3d4e-4f50-8a61-000000000001/status', 'GET'],
+    ] as const) {
       const response = await preflight(path, APP, method);
       expect(response.status, path).toBe(204);
       expect(response.headers.get('access-control-allow-origin')).toBe(APP);

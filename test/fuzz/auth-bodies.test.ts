@@ -19,7 +19,12 @@ function post(path: string, body: Buffer, type: string | undefined): Promise<Ans
 }
 
 /** The answer for a verdict: `accepted` says whether a well-formed body's content is the valid one. */
-function expectAnswer(answer: Answer, verdict: Verdict, accepted: (body: Record<string, unknown>) => boolean, refusal: { status: number; detail: string }): void {
+function expectAnswer(
+  answer: Answer,
+  verdict: Verdict,
+  accepted: (body: Record<string, unknown>) => boolean,
+  refusal: { status: number; detail: string },
+): void {
   if (verdict.kind === 'malformed') {
     expect(expectDiagnoses(answer, [400])).toMatch(/^400 \(Bad Request\) - invalid_request: /);
   } else if (verdict.kind === 'well-formed') {
@@ -51,7 +56,10 @@ describe('login bodies', () => {
     await fuzz(
       fc.asyncProperty(jsonBody(object, LIMIT), contentType, async (body, type) => {
         const answer = await post('/api/v1/auth/login', body, type);
-        expectAnswer(answer, judgeJsonBody(body, type, LIMIT, schema), accepted, { status: 401, detail: '401 (Unauthorized) - invalid_grant: invalid user credentials' });
+        expectAnswer(answer, judgeJsonBody(body, type, LIMIT, schema), accepted, {
+          status: 401,
+          detail: '401 (Unauthorized) - invalid_grant: invalid user credentials',
+        });
       }),
     );
     expectNoServerErrors(bench().gw);
@@ -129,7 +137,12 @@ describe('token endpoint forms', () => {
     };
     const anyValue = fc.string({ unit: 'binary', maxLength: 30 });
     const parameter = fc.oneof(
-      { weight: 6, arbitrary: fc.constantFrom(...Object.keys(values)).chain((name) => fc.tuple(fc.constant(name), fc.oneof({ weight: 4, arbitrary: values[name]! }, { weight: 1, arbitrary: anyValue }))) },
+      {
+        weight: 6,
+        arbitrary: fc
+          .constantFrom(...Object.keys(values))
+          .chain((name) => fc.tuple(fc.constant(name), fc.oneof({ weight: 4, arbitrary: values[name]! }, { weight: 1, arbitrary: anyValue }))),
+      },
       { weight: 1, arbitrary: fc.tuple(fc.oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'grant_type[]'), anyValue), anyValue) },
     );
     const form = fc.array(parameter, { maxLength: 6 }).map((pairs) => new URLSearchParams(pairs).toString());
@@ -141,13 +154,27 @@ describe('token endpoint forms', () => {
     );
     const type = fc.oneof(
       { weight: 8, arbitrary: fc.constant(FORM) },
-      { weight: 2, arbitrary: fc.constantFrom(undefined, 'application/json', 'text/plain', `${FORM}; charset=utf-8`, 'APPLICATION/X-WWW-FORM-URLENCODED', 'multipart/form-data; boundary=x') },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(
+          undefined,
+          'application/json',
+          'text/plain',
+          `${FORM}; charset=utf-8`,
+          'APPLICATION/X-WWW-FORM-URLENCODED',
+          'multipart/form-data; boundary=x',
+        ),
+      },
     );
 
     await fuzz(
       fc.asyncProperty(body, type, async (text, contentType) => {
         const bytes = Buffer.from(text, 'utf8');
-        const answer = await ask(`${gw.url}/oauth/token`, { method: 'POST', body: bytes, headers: contentType === undefined ? {} : { 'content-type': contentType } });
+        const answer = await ask(`${gw.url}/oauth/token`, {
+          method: 'POST',
+          body: bytes,
+          headers: contentType === undefined ? {} : { 'content-type': contentType },
+        });
         // A form, within the limit: decided by its parameters. Anything else is refused, or (for a
         // spelling of the form type the RFC leaves open) decided as a form.
         const decided = bytes.length <= LIMIT ? grantOf(new URLSearchParams(bytes.toString('utf8')), valid) : 'refused';

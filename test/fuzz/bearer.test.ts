@@ -120,7 +120,13 @@ describe('the Authorization header', () => {
     await fuzz(
       fc.asyncProperty(name, line, fc.boolean(), async (header, value, twice) => {
         const before = upstream.seen.length;
-        const lines = ['GET /svc/items/1 HTTP/1.1', `host: 127.0.0.1:${port}`, `${header}: ${value}`, ...(twice ? [`${header}: Bearer x`] : []), 'connection: close'];
+        const lines = [
+          'GET /svc/items/1 HTTP/1.1',
+          `host: 127.0.0.1:${port}`,
+          `${header}: ${value}`,
+          ...(twice ? [`${header}: Bearer x`] : []),
+          'connection: close',
+        ];
         const { status, body, headers } = await rawExchange(gw.url, lines);
         expectDiagnoses({ status, body: Buffer.from(body, 'utf8'), headers }, [400, 401]);
         expect(upstream.seen.length).toBe(before);
@@ -168,7 +174,11 @@ describe('refresh tokens on the refresh endpoint', () => {
     await fuzz(
       fc.asyncProperty(tokens, async (made) => {
         const token = await resolve(made);
-        const answer = await ask(`${gw.url}/api/v1/auth/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refresh_token: token }) });
+        const answer = await ask(`${gw.url}/api/v1/auth/refresh`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ refresh_token: token }),
+        });
         if (isIssued(token, issued)) expectTokenSet(answer);
         else if (token === '') expectDiagnoses(answer, [400]);
         else expect(expectDiagnoses(answer, [400])).toBe('400 (Bad Request) - invalid_grant: invalid refresh token');

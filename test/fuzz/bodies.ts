@@ -12,7 +12,10 @@ export function fieldValue(valid: readonly string[]): fc.Arbitrary<unknown> {
   return fc.oneof(
     { weight: valid.length > 0 ? 4 : 0, arbitrary: fc.constantFrom('', ...valid) },
     { weight: 3, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
-    { weight: 1, arbitrary: fc.constantFrom('', ' ', '\u0000', '\ufeff', 'x'.repeat(256), 'x'.repeat(257), 'x'.repeat(1024), 'x'.repeat(1025), 'x'.repeat(8193)) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('', ' ', '\u0000', '\ufeff', 'x'.repeat(256), 'x'.repeat(257), 'x'.repeat(1024), 'x'.repeat(1025), 'x'.repeat(8193)),
+    },
     { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
     { weight: 1, arbitrary: fc.record({ prototype: fc.jsonValue({ maxDepth: 1 }) }) },
   );
@@ -38,7 +41,10 @@ export function jsonBody(object: fc.Arbitrary<Record<string, unknown>>, limitByt
     { weight: 1, arbitrary: fc.json() },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 64 }) },
   );
-  return fc.oneof({ weight: 9, arbitrary: text.map((t) => Buffer.from(t, 'utf8')) }, { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) });
+  return fc.oneof(
+    { weight: 9, arbitrary: text.map((t) => Buffer.from(t, 'utf8')) },
+    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) },
+  );
 }
 
 /** Content types the JSON endpoints must take as JSON, and ones they must refuse. */
@@ -52,7 +58,16 @@ export const contentType: fc.Arbitrary<string | undefined> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc.oneof(
-      fc.constantFrom('APPLICATION/JSON', 'application/jsonx', 'application/json-patch+json', 'application/json; charset=latin1', ' application/json', 'application/json, text/plain', 'application/json;', ';'),
+      fc.constantFrom(
+        'APPLICATION/JSON',
+        'application/jsonx',
+        'application/json-patch+json',
+        'application/json; charset=latin1',
+        ' application/json',
+        'application/json, text/plain',
+        'application/json;',
+        ';',
+      ),
       fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 }),
     ),
   },

@@ -36,7 +36,19 @@ const BASE = {
 };
 
 /** The variables that override the file (README, configuration). */
-const ENV_NAMES = ['HOST', 'PORT', 'WORKERS', 'ADMIN_HOST', 'ADMIN_PORT', 'REDIS_URL', 'LOG_LEVEL', 'GATEHOUSE_ISSUER', 'GATEHOUSE_KEYS_FILE', 'GATEHOUSE_USERS_FILE', 'GATEHOUSE_SERVICE_TOKEN'];
+const ENV_NAMES = [
+  'HOST',
+  'PORT',
+  'WORKERS',
+  'ADMIN_HOST',
+  'ADMIN_PORT',
+  'REDIS_URL',
+  'LOG_LEVEL',
+  'GATEHOUSE_ISSUER',
+  'GATEHOUSE_KEYS_FILE',
+  'GATEHOUSE_USERS_FILE',
+  'GATEHOUSE_SERVICE_TOKEN',
+];
 
 /** `field.path[0].more…` or `(top level)`, maybe `(from VARIABLE)`, then the problem. */
 const PROBLEM = /^(\(top level\)|[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*|\[\d+\])*)(?: \(from ([A-Z_]+)\))?: \S/;
@@ -64,7 +76,17 @@ function outcome(load: () => unknown): Outcome {
 }
 
 /** Values as YAML (and tests) produce them, and the odd ones only code can. */
-const anyValue = fc.anything({ maxDepth: 2, withBigInt: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true, withBoxedValues: true, withSparseArray: true, withTypedArray: true });
+const anyValue = fc.anything({
+  maxDepth: 2,
+  withBigInt: true,
+  withDate: true,
+  withMap: true,
+  withSet: true,
+  withNullPrototype: true,
+  withBoxedValues: true,
+  withSparseArray: true,
+  withTypedArray: true,
+});
 
 /** Every path into BASE, objects and arrays included. */
 function pathsOf(value: unknown, at: string[] = []): string[][] {
@@ -92,21 +114,31 @@ describe('parseConfig', () => {
 
   it('returns a config or a ConfigError with field paths, whatever the parsed YAML holds', () => {
     fuzz(fc.property(anyValue, (raw) => void outcome(() => parseConfig(raw, { baseDir: '/etc/gatehouse', env: {} }))));
-    fuzz(fc.property(fc.dictionary(fc.constantFrom(...Object.keys(BASE), 'extra'), anyValue), (raw) => void outcome(() => parseConfig(raw, { baseDir: '/etc/gatehouse', env: {} }))));
+    fuzz(
+      fc.property(
+        fc.dictionary(fc.constantFrom(...Object.keys(BASE), 'extra'), anyValue),
+        (raw) => void outcome(() => parseConfig(raw, { baseDir: '/etc/gatehouse', env: {} })),
+      ),
+    );
   });
 
   it('names the field that was broken in a valid config', () => {
     const change = fc.oneof(
       fc.record({ op: fc.constant('set' as const), value: anyValue }),
       fc.constant({ op: 'delete' as const }),
-      fc.record({ op: fc.constant('add' as const), key: fc.oneof(fc.constantFrom('__proto__', 'constructor', 'url', 'Port'), fc.string({ maxLength: 8 })), value: anyValue }),
+      fc.record({
+        op: fc.constant('add' as const),
+        key: fc.oneof(fc.constantFrom('__proto__', 'constructor', 'url', 'Port'), fc.string({ maxLength: 8 })),
+        value: anyValue,
+      }),
     );
     fuzz(
       fc.property(fc.constantFrom(...pathsOf(BASE)), change, (path, how) => {
         const result = outcome(() => parseConfig(withChange(path, how), { baseDir: '/etc/gatehouse', env: {} }));
         if ('problems' in result) {
           // Each problem is about the changed field, a field inside it, or what holds it.
-          for (const problem of result.problems) expect(isPrefix(problem.path, path) || isPrefix(path, problem.path), `${problem.path.join('.')} for a change at ${path.join('.')}`).toBe(true);
+          for (const problem of result.problems)
+            expect(isPrefix(problem.path, path) || isPrefix(path, problem.path), `${problem.path.join('.')} for a change at ${path.join('.')}`).toBe(true);
         }
       }),
     );
@@ -129,13 +161,56 @@ describe('loadConfig', () => {
 
   it('returns a config or a ConfigError for any edit of a YAML file', { timeout: fuzzTimeout(5) }, () => {
     const file = join(dir, 'gatehouse.yaml');
-    const yamlPiece = fc.constantFrom(':', ': ', '-', '- ', ' ', '  ', '\n', '\t', '&a ', '*a', '<<: *a\n', '!!str ', '!!binary ', '!!set ', '!foo ', '{', '}', '[', ']', '"', "'", '#', '|', '>', '? ', '%YAML 1.1\n---\n', '---\n', '...\n', '~', 'null', '0x1F', '.inf', '1e309', '\u0000', '\ufeff');
+    const yamlPiece = fc.constantFrom(
+      ':',
+      ': ',
+      '-',
+      '- ',
+      ' ',
+      '  ',
+      '\n',
+      '\t',
+      '&a ',
+      '*a',
+      '<<: *a\n',
+      '!!str ',
+      '!!binary ',
+      '!!set ',
+      '!foo ',
+      '{',
+      '}',
+      '[',
+      ']',
+      '"',
+      "'",
+      '#',
+      '|',
+      '>',
+      '? ',
+      '%YAML 1.1\n---\n',
+      '---\n',
+      '...\n',
+      '~',
+      'null',
+      '0x1F',
+      '.inf',
+      '1e309',
+      '\u0000',
+      '\ufeff',
+    );
     const edit = (text: string) => mutated(text, yamlPiece);
     const text = fc.oneof(
       edit(stringify(BASE)),
       edit(stringify(BASE)).chain(edit).chain(edit),
       // Many aliases of aliases: a few bytes that expand to millions of nodes.
-      fc.integer({ min: 1, max: 12 }).map((depth) => stringify(BASE) + Array.from({ length: depth }, (_, i) => `x${i + 1}: &x${i + 1} [${`*x${i},`.repeat(9)}*x${i}]\n`).join('').replace('*x0', '0').replaceAll('*x0', '0')),
+      fc.integer({ min: 1, max: 12 }).map(
+        (depth) =>
+          stringify(BASE) +
+          Array.from({ length: depth }, (_, i) => `x${i + 1}: &x${i + 1} [${`*x${i},`.repeat(9)}*x${i}]\n`)
+            .join('')
+            .replace('*x0', '0')
+            .replaceAll('*x0', '0'),
+      ),
     );
     fuzz(
       fc.property(text, (yaml) => {

@@ -53,7 +53,12 @@ const PAYLOAD_VALUES: Record<string, readonly unknown[]> = {
 /** One claim or header parameter set to a value (a listed suspect, or any JSON), or removed. */
 function edits(values: Record<string, readonly unknown[]>): fc.Arbitrary<Array<[string, unknown]>> {
   const edit = fc.oneof(
-    { weight: 4, arbitrary: fc.constantFrom(...Object.keys(values)).chain((name) => fc.tuple(fc.constant(name), fc.oneof(fc.constantFrom(...values[name]!, undefined), fc.jsonValue({ maxDepth: 1 })))) },
+    {
+      weight: 4,
+      arbitrary: fc
+        .constantFrom(...Object.keys(values))
+        .chain((name) => fc.tuple(fc.constant(name), fc.oneof(fc.constantFrom(...values[name]!, undefined), fc.jsonValue({ maxDepth: 1 })))),
+    },
     { weight: 1, arbitrary: fc.tuple(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 })) },
   );
   return fc.array(edit, { minLength: 1, maxLength: 3 });
@@ -82,7 +87,9 @@ export function tokensFrom(issued: string, foreignSign: (header: Json, payload: 
     edits(HEADER_VALUES).map((changes) => `${encodeJson(applied(header, changes))}.${p}.${s}`),
     edits(PAYLOAD_VALUES).map((changes) => `${h}.${encodeJson(applied(payload, changes))}.${s}`),
     // The same claims, encoded another way (key order, padding, whitespace): what is signed is the text.
-    fc.constantFrom(`${encodeJson(header)} `.trim(), `${h}=`, Buffer.from(` ${JSON.stringify(header)}`).toString('base64url')).map((other) => `${other}.${p}.${s}`),
+    fc
+      .constantFrom(`${encodeJson(header)} `.trim(), `${h}=`, Buffer.from(` ${JSON.stringify(header)}`).toString('base64url'))
+      .map((other) => `${other}.${p}.${s}`),
     // The signature's bytes changed.
     fc.tuple(fc.nat({ max: signature.length - 1 }), fc.integer({ min: 1, max: 255 })).map(([at, xor]) => {
       const bytes = Buffer.from(signature);
@@ -95,7 +102,11 @@ export function tokensFrom(issued: string, foreignSign: (header: Json, payload: 
     // Segments dropped, repeated or swapped.
     fc.constantFrom(`${h}.${p}`, `${h}.${p}.`, `${h}.${p}.${s}.${s}`, `${p}.${h}.${s}`, `${h}.${h}.${s}`, `.${p}.${s}`, `${h}..${s}`, '..', '.'),
     // Signed, but by a key that is not ours (with our kid), over changed or unchanged claims.
-    fc.tuple(edits(HEADER_VALUES), edits(PAYLOAD_VALUES), fc.boolean()).map(([hc, pc, keep]) => () => foreignSign(applied(header, keep ? [] : hc), applied(payload, pc))),
+    fc.tuple(edits(HEADER_VALUES), edits(PAYLOAD_VALUES), fc.boolean()).map(
+      ([hc, pc, keep]) =>
+        () =>
+          foreignSign(applied(header, keep ? [] : hc), applied(payload, pc)),
+    ),
     // Anything shaped like a compact JWS.
     fc.array(fc.string({ unit: B64URL, maxLength: 40 }), { minLength: 1, maxLength: 4 }).map((parts) => parts.join('.')),
   );
@@ -121,7 +132,9 @@ export async function foreignSigner(publicJwk: JWK): Promise<(header: Json, payl
 /** `payload` with a claim or two changed or removed: for tokens signed with the issuer's own key. */
 export function claimEdits(payload: Json): fc.Arbitrary<Json> {
   // Mostly one claim changed to one of its suspects: each check is then the only one that can refuse.
-  const one = fc.constantFrom(...Object.keys(PAYLOAD_VALUES)).chain((name) => fc.constantFrom(...PAYLOAD_VALUES[name]!, undefined).map((value): Array<[string, unknown]> => [[name, value]]));
+  const one = fc
+    .constantFrom(...Object.keys(PAYLOAD_VALUES))
+    .chain((name) => fc.constantFrom(...PAYLOAD_VALUES[name]!, undefined).map((value): Array<[string, unknown]> => [[name, value]]));
   return fc.oneof({ weight: 3, arbitrary: one }, { weight: 1, arbitrary: edits(PAYLOAD_VALUES) }).map((changes) => applied(payload, changes));
 }
 

@@ -40,7 +40,11 @@ const target = fc.oneof(
   {
     weight: 9,
     arbitrary: fc
-      .tuple(fc.constantFrom(...START), fc.array(piece, { maxLength: 10 }), fc.option(fc.array(fc.constantFrom('?', '#', '/', '..', '%2e', '=', '&', 'x'), { maxLength: 4 }), { nil: undefined }))
+      .tuple(
+        fc.constantFrom(...START),
+        fc.array(piece, { maxLength: 10 }),
+        fc.option(fc.array(fc.constantFrom('?', '#', '/', '..', '%2e', '=', '&', 'x'), { maxLength: 4 }), { nil: undefined }),
+      )
       .map(([start, pieces, query]) => `${start}${pieces.join('')}${query === undefined ? '' : `?${query.join('')}`}`),
   },
   { weight: 3, arbitrary: pathTrick },
@@ -160,7 +164,13 @@ async function expectThroughProxy(raw: string): Promise<void> {
     expectDiagnoses({ status, headers, body: Buffer.from(body, 'utf8') }, [400, 401, 404]);
     // A path that is and stays under /public, with nothing refused in it (strict paths refuse an ambiguous one), goes through
     // (unless Node's own parser refused the request line first: 400 too).
-    if (expected !== null && under(expected.path, '/public') && under(expected.rawPath, '/public') && !expected.encodedSlash && expected.ambiguity === undefined) {
+    if (
+      expected !== null &&
+      under(expected.path, '/public') &&
+      under(expected.rawPath, '/public') &&
+      !expected.encodedSlash &&
+      expected.ambiguity === undefined
+    ) {
       expect(status, body).toBe(400);
       expect(body).toContain('the request is not valid HTTP/1.1');
     }
@@ -183,21 +193,34 @@ describe('found by fuzzing: a URL the router cannot decode', () => {
   // Found by the end-to-end property above: Fastify answered a malformed escape on a gateway
   // path with its own error JSON ({"error":"Bad Request","code":"FST_ERR_BAD_URL",…}),
   // not the diagnostics body, on both listeners.
-  it.each(['/api/v1/auth/%zz', '/oauth/%', '/api/v1/requests/%E0%A4%A/status', '/.well-known/%zz'])('on the public listener gets a 400 diagnoses body (%s)', async (path) => {
-    const { gw } = bench();
-    const answer = await rawExchange(gw.url, [`GET ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close']);
-    expect(expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400])).toBe('400 (Bad Request) - invalid_request: the URL is malformed');
-  });
+  it.each(['/api/v1/auth/%zz', '/oauth/%', '/api/v1/requests/%E0%A4%A/status', '/.well-known/%zz'])(
+    'on the public listener gets a 400 diagnoses body (%s)',
+    async (path) => {
+      const { gw } = bench();
+      const answer = await rawExchange(gw.url, [`GET ${path} HTTP/1.1`, 'host: 127.0.0.1', 'connection: close']);
+      expect(expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400])).toBe('400 (Bad Request) - invalid_request: the URL is malformed');
+    },
+  );
 
   it('on the admin listener gets a 400 diagnoses body', async () => {
     const { gw } = bench();
-    const answer = await rawExchange(gw.adminUrl!, ['PUT /internal/v1/requests/%zz/status HTTP/1.1', 'host: 127.0.0.1', 'connection: close', 'content-length: 0']);
+    const answer = await rawExchange(gw.adminUrl!, [
+      'PUT /internal/v1/requests/%zz/status HTTP/1.1',
+      'host: 127.0.0.1',
+      'connection: close',
+      'content-length: 0',
+    ]);
     expect(expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400])).toBe('400 (Bad Request) - invalid_request: the URL is malformed');
   });
 
   it('with a request id longer than the router takes gets a 4xx diagnoses body', async () => {
     const { gw } = bench();
-    const answer = await rawExchange(gw.adminUrl!, [`PUT /internal/v1/requests/${'a'.repeat(200)}/status HTTP/1.1`, 'host: 127.0.0.1', 'connection: close', 'content-length: 0']);
+    const answer = await rawExchange(gw.adminUrl!, [
+      `PUT /internal/v1/requests/${'a'.repeat(200)}/status HTTP/1.1`,
+      'host: 127.0.0.1',
+      'connection: close',
+      'content-length: 0',
+    ]);
     expectDiagnoses({ ...answer, body: Buffer.from(answer.body, 'utf8') }, [400, 401, 404]);
   });
 });

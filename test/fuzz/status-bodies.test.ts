@@ -50,10 +50,16 @@ describe('status polls', () => {
     const otherId = crypto.randomUUID();
     const idText = fc.oneof(
       { weight: 4, arbitrary: fc.constantFrom(pendingId, completedId, pendingId.toUpperCase(), otherId) },
-      { weight: 2, arbitrary: fc.constantFrom(pendingId, completedId).chain((id) => mutated(id, fc.constantFrom('0', 'a', 'G', '-', '%', '/', '.', '%2F', '%00', ' '))) },
+      {
+        weight: 2,
+        arbitrary: fc.constantFrom(pendingId, completedId).chain((id) => mutated(id, fc.constantFrom('0', 'a', 'G', '-', '%', '/', '.', '%2F', '%00', ' '))),
+      },
       { weight: 1, arbitrary: fc.string({ maxLength: 40 }) },
     );
-    const suffix = fc.oneof({ weight: 5, arbitrary: fc.constant('/status') }, { weight: 1, arbitrary: fc.constantFrom('', '/', '/status/', '/STATUS', '/status/x', '//status') });
+    const suffix = fc.oneof(
+      { weight: 5, arbitrary: fc.constant('/status') },
+      { weight: 1, arbitrary: fc.constantFrom('', '/', '/status/', '/STATUS', '/status/x', '//status') },
+    );
     const prefix = fc.constantFrom('/api/v1/requests/', '/v1/requests/');
     const token = fc.constantFrom(alice.access_token, alice.refresh_token, 'not-a-token');
     const method = fc.constantFrom('GET', 'POST');
@@ -69,7 +75,12 @@ describe('status polls', () => {
         const answer = await ask(`${gw.url}${path}`, { method: verb, headers, ...(sendsBody && { body: payload[0] }) });
 
         const ownedId = [pendingId, completedId].find((own) => own === id.toLowerCase());
-        const valid = bearer !== 'not-a-token' && ownedId !== undefined && end === '/status' && (waitS === undefined || WAIT_SECONDS.test(waitS)) && !(sendsBody && payload[0].length > LIMIT);
+        const valid =
+          bearer !== 'not-a-token' &&
+          ownedId !== undefined &&
+          end === '/status' &&
+          (waitS === undefined || WAIT_SECONDS.test(waitS)) &&
+          !(sendsBody && payload[0].length > LIMIT);
         if (valid) {
           expect(answer.status, answer.body.toString('utf8')).toBe(200);
           expect(JSON.parse(answer.body.toString('utf8'))).toEqual({ status: ownedId === completedId ? 'completed' : 'pending' });
@@ -88,7 +99,10 @@ describe('status reports on the internal API', () => {
     // 'fresh': a request of its own per run, so no outcome depends on an earlier run.
     const target = fc.oneof({ weight: 3, arbitrary: fc.constant('fresh') }, { weight: 1, arbitrary: fc.constantFrom('completed', 'unknown', 'garbage') });
     const body = jsonBody(jsonObject({ status: ['completed', 'failed', 'pending', 'COMPLETED'] }), LIMIT);
-    const token = fc.oneof({ weight: 6, arbitrary: fc.constant(FUZZ_SERVICE_TOKEN) }, { weight: 1, arbitrary: mutated(FUZZ_SERVICE_TOKEN, fc.constantFrom('a', ' ', '.')) });
+    const token = fc.oneof(
+      { weight: 6, arbitrary: fc.constant(FUZZ_SERVICE_TOKEN) },
+      { weight: 1, arbitrary: mutated(FUZZ_SERVICE_TOKEN, fc.constantFrom('a', ' ', '.')) },
+    );
 
     await fuzz(
       fc.asyncProperty(target, body, contentType, token, async (which, bytes, type, credential) => {

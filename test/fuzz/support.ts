@@ -172,7 +172,10 @@ export function fuzzBench(): () => FuzzBench {
 
 /** Text as a client may write it in a header value (Node refuses to send anything else). */
 export const headerText = (maxLength = 64): fc.Arbitrary<string> =>
-  fc.string({ unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.constant(9), fc.integer({ min: 0x80, max: 0xff })).map((c) => String.fromCharCode(c)), maxLength });
+  fc.string({
+    unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.constant(9), fc.integer({ min: 0x80, max: 0xff })).map((c) => String.fromCharCode(c)),
+    maxLength,
+  });
 
 /**
  * A string mutated at one place: a character replaced, inserted or removed,

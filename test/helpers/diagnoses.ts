@@ -12,7 +12,9 @@ export function expectDiagnoses(status: number, body: Buffer | string, expectedS
   expect(status).toBe(expectedStatus);
   expect(text).not.toMatch(STACK_TRACE);
   const parsed = JSON.parse(text) as unknown;
-  expect(parsed).toEqual({ $diagnoses: [{ $severity: 'error', $message: expect.any(String), $detail: detail instanceof RegExp ? expect.stringMatching(detail) : detail }] });
+  expect(parsed).toEqual({
+    $diagnoses: [{ $severity: 'error', $message: expect.any(String), $detail: detail instanceof RegExp ? expect.stringMatching(detail) : detail }],
+  });
 }
 
 /** The status of every proxied request so far (the access log has one line per request). */

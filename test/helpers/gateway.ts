@@ -88,7 +88,10 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     log: { level: 'trace', ...overrides.log },
     store: { ...overrides.store },
     // A fronted provider's section stands alone: it has no users file.
-    identity: (overrides.identity as { provider?: string } | undefined)?.provider === 'oidc' ? overrides.identity : { provider: 'local', usersFile, ...overrides.identity },
+    identity:
+      (overrides.identity as { provider?: string } | undefined)?.provider === 'oidc'
+        ? overrides.identity
+        : { provider: 'local', usersFile, ...overrides.identity },
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
     proxy: { ...overrides.proxy },
     requests: { ...overrides.requests },

@@ -97,7 +97,11 @@ export async function rawConnection(url: string): Promise<RawExchange> {
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`did not receive ${JSON.stringify(text)} within ${timeoutMs} ms; got ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 500))}`));
+          reject(
+            new Error(
+              `did not receive ${JSON.stringify(text)} within ${timeoutMs} ms; got ${JSON.stringify(Buffer.concat(chunks).toString('latin1').slice(0, 500))}`,
+            ),
+          );
         }, timeoutMs);
         if (!check()) waiters.add(check);
       });

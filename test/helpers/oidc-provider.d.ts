@@ -14,7 +14,11 @@ declare module 'oidc-provider' {
   type TokenConstructor = new (data: Record<string, unknown>) => TokenLike;
   export default class Provider {
     constructor(issuer: string, configuration: Record<string, unknown>);
-    Grant: new (data: { accountId: string; clientId: string }) => { addOIDCScope(scope: string): void; addResourceScope(resource: string, scope: string): void; save(): Promise<string> };
+    Grant: new (data: { accountId: string; clientId: string }) => {
+      addOIDCScope(scope: string): void;
+      addResourceScope(resource: string, scope: string): void;
+      save(): Promise<string>;
+    };
     ResourceServer: new (identifier: string, data: Record<string, unknown>) => unknown;
     AccessToken: TokenConstructor;
     RefreshToken: TokenConstructor;

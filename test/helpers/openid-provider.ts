@@ -77,9 +77,24 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
   const { accessTokenTtlS = 300, privateKeyJwtClient } = options;
   const provider = new Provider(issuer, {
     clients: [
-      { client_id: TEST_CLIENT.clientId, client_secret: TEST_CLIENT.clientSecret, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] },
+      {
+        client_id: TEST_CLIENT.clientId,
+        client_secret: TEST_CLIENT.clientSecret,
+        grant_types: ['password', 'refresh_token'],
+        response_types: [],
+        redirect_uris: [],
+      },
       ...(privateKeyJwtClient
-        ? [{ client_id: privateKeyJwtClient.clientId, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [privateKeyJwtClient.publicJwk] }, grant_types: ['password', 'refresh_token'], response_types: [], redirect_uris: [] }]
+        ? [
+            {
+              client_id: privateKeyJwtClient.clientId,
+              token_endpoint_auth_method: 'private_key_jwt',
+              jwks: { keys: [privateKeyJwtClient.publicJwk] },
+              grant_types: ['password', 'refresh_token'],
+              response_types: [],
+              redirect_uris: [],
+            },
+          ]
         : []),
     ],
     jwks: { keys: [await signingKey()] },
@@ -104,22 +119,38 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
     // As Keycloak does, every token of a login names its session (`sid`): access tokens here, refresh tokens through introspection.
     extraTokenClaims: (_ctx: unknown, token: { accountId?: string; sid?: string }) => {
       const user = users[token.accountId ?? ''];
-      return user ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [], ...(token.sid && { sid: token.sid }) } : undefined;
+      return user
+        ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [], ...(token.sid && { sid: token.sid }) }
+        : undefined;
     },
   });
   provider.registerGrantType('password', async (ctx: KoaContextWithOIDC) => {
     const { username, password } = ctx.oidc.params as { username?: string; password?: string };
     const user = username ? users[username] : undefined;
-    if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password))) throw new errors.InvalidGrant('invalid user credentials');
+    if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password)))
+      throw new errors.InvalidGrant('invalid user credentials');
     const client = ctx.oidc.client!;
     const grant = new provider.Grant({ accountId: username, clientId: client.clientId });
     grant.addOIDCScope('openid offline_access');
     grant.addResourceScope(TEST_RESOURCE, 'api');
     const grantId = await grant.save();
-    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: accessTokenTtlS });
+    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, {
+      scope: 'api',
+      audience: TEST_RESOURCE,
+      accessTokenFormat: 'jwt',
+      accessTokenTTL: accessTokenTtlS,
+    });
     const sid = randomUUID();
     const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
-    const refreshToken = new provider.RefreshToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'openid offline_access api', resource: TEST_RESOURCE } as never);
+    const refreshToken = new provider.RefreshToken({
+      accountId: username,
+      client,
+      grantId,
+      sid,
+      gty: 'password',
+      scope: 'openid offline_access api',
+      resource: TEST_RESOURCE,
+    } as never);
     ctx.body = {
       access_token: await accessToken.save(),
       expires_in: accessToken.expiration,

@@ -167,7 +167,11 @@ class Sentinels implements SentinelSet {
     return until(
       `the sentinels name a new master in place of :${old}`,
       async () => {
-        const named = await Promise.all(this.#sentinels.map(async ({ port }) => Number(((await command(port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.masterName)) as [string, string])[1])));
+        const named = await Promise.all(
+          this.#sentinels.map(async ({ port }) =>
+            Number(((await command(port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.masterName)) as [string, string])[1]),
+          ),
+        );
         const [port] = named;
         if (port === undefined || port === old || !named.every((other) => other === port)) return undefined;
         return (await roleOf(port)) === 'master' ? port : undefined;
@@ -196,7 +200,9 @@ export async function startCluster(): Promise<RedisCluster> {
       ),
     );
     const addresses = nodes.nodes.map((node) => `${HOST}:${node.port}`);
-    await promisify(execFile)(REDIS_CLI_BIN, ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], { timeout: AGREEMENT_TIMEOUT_MS });
+    await promisify(execFile)(REDIS_CLI_BIN, ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], {
+      timeout: AGREEMENT_TIMEOUT_MS,
+    });
     const cluster = new Cluster(nodes);
     await cluster.waitUntilHealthy(1);
     return cluster;

@@ -21,7 +21,9 @@ describe('renderError', () => {
       'x-request-id': 'req-1',
     });
     expect(JSON.parse(body)).toEqual({
-      $diagnoses: [{ $severity: 'error', $message: error.publicMessage, $detail: '503 (Service Unavailable) - temporarily_unavailable: state store unavailable' }],
+      $diagnoses: [
+        { $severity: 'error', $message: error.publicMessage, $detail: '503 (Service Unavailable) - temporarily_unavailable: state store unavailable' },
+      ],
     });
   });
 
@@ -51,11 +53,21 @@ describe('every way out renders the same error the same way', () => {
 
   /** The parts every writer must agree on. */
   function shape(response: { status: number; headers: Record<string, string>; body: string }) {
-    return { status: response.status, type: response.headers['content-type'], length: Number(response.headers['content-length']), body: JSON.parse(response.body) };
+    return {
+      status: response.status,
+      type: response.headers['content-type'],
+      length: Number(response.headers['content-length']),
+      body: JSON.parse(response.body),
+    };
   }
 
   it('a gateway endpoint (Fastify), the proxy (node:http) and an upgrade (raw socket) answer a missing token alike', async () => {
-    const viaFastify = await rawExchange(gw.url, ['POST /api/v1/auth/logout HTTP/1.1', `host: ${new URL(gw.url).host}`, 'connection: close', 'content-length: 0']);
+    const viaFastify = await rawExchange(gw.url, [
+      'POST /api/v1/auth/logout HTTP/1.1',
+      `host: ${new URL(gw.url).host}`,
+      'connection: close',
+      'content-length: 0',
+    ]);
     const viaProxy = await rawExchange(gw.url, ['GET /nowhere-else HTTP/1.1', `host: ${new URL(gw.url).host}`, 'connection: close']);
     const viaSocket = await rawUpgrade(gw.url, '/nowhere-else');
     const expected = shape(viaFastify);

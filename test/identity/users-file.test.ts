@@ -201,7 +201,10 @@ describe('reading and writing', () => {
 
   it('refuses __proto__ as a user name instead of silently dropping it', async () => {
     const path = join(dir, 'users.yaml');
-    await writeFile(path, `users:\n  __proto__:\n    id: 7a0c3a52-5d2b-4c55-9f3e-2d6b1f0c8e11\n    passwordHash: "${hash}"\n    createdAt: 2025-01-01T00:00:00Z\n`);
+    await writeFile(
+      path,
+      `users:\n  __proto__:\n    id: 7a0c3a52-5d2b-4c55-9f3e-2d6b1f0c8e11\n    passwordHash: "${hash}"\n    createdAt: 2025-01-01T00:00:00Z\n`,
+    );
     expect((await readError(path)).problems).toContain('users.__proto__: this user name is reserved');
   });
 

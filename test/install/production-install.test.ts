@@ -124,7 +124,9 @@ describe('the production install', () => {
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: join(app, 'dist') });
     expect(stdout.trim().split('\n').filter(Boolean), 'packages only devDependencies hold').toEqual([]);
     // And the check can fail: a package that is only a devDependency does not resolve there.
-    const dev = await run(process.execPath, ['--input-type=module', '-e', `try { import.meta.resolve('vitest'); } catch { console.log('missing'); }`], { cwd: join(app, 'dist') });
+    const dev = await run(process.execPath, ['--input-type=module', '-e', `try { import.meta.resolve('vitest'); } catch { console.log('missing'); }`], {
+      cwd: join(app, 'dist'),
+    });
     expect(dev.stdout.trim()).toBe('missing');
   });
 
@@ -162,7 +164,11 @@ describe('the production install', () => {
 
     // The account page's files are in the install, and a key made through its API lives in Redis.
     expect((await fetch(`${url}/account`)).status).toBe(200);
-    const key = await fetch(`${url}/api/v1/account/api-keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'installed' }) });
+    const key = await fetch(`${url}/api/v1/account/api-keys`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ label: 'installed' }),
+    });
     expect(key.status).toBe(201);
 
     // Everything it wrote belongs to the unprivileged user.

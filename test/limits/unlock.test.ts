@@ -37,7 +37,13 @@ describe('login throttling on Redis', () => {
 
     const stdout = new PassThrough();
     const stderr = new PassThrough();
-    const code = await runUsersCommand(['unlock', 'alice'], { usersFile: first.usersFile, store: { url: redis.url, keyPrefix }, stdin: new PassThrough(), stdout, stderr });
+    const code = await runUsersCommand(['unlock', 'alice'], {
+      usersFile: first.usersFile,
+      store: { url: redis.url, keyPrefix },
+      stdin: new PassThrough(),
+      stdout,
+      stderr,
+    });
     expect(code).toBe(0);
     expect(String(stdout.read())).toMatch(/^unlocked user alice \(\d+ throttling records? cleared\)/);
 

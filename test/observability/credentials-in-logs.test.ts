@@ -86,7 +86,10 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
     await postJson(`${gw.url}/api/v1/auth/login`, { username: secret('unknown-user'), password: secret('unknown-users-password') });
     await postJson(`${gw.url}/api/v1/auth/login`, { username: 'bob', password: apiKey });
     await postJson(`${gw.url}/api/v1/auth/login`, { username: secret('typed-into-username-with-key'), password: apiKey });
-    await postJson(`${gw.url}/api/v1/auth/login`, { username: 'alice', password: `${apiKey.slice(0, 21)}${secret('wrong-key-secret').slice(0, 43).padEnd(43, 'x')}` });
+    await postJson(`${gw.url}/api/v1/auth/login`, {
+      username: 'alice',
+      password: `${apiKey.slice(0, 21)}${secret('wrong-key-secret').slice(0, 43).padEnd(43, 'x')}`,
+    });
     await postJson(`${gw.url}/api/v1/auth/login`, { username: 'mallory', password: 'mallory-password-1' });
     sent.push('mallory-password-1');
     await postJson(`${gw.url}/api/v1/auth/login`, `{"username":"alice","password":"${secret('malformed-body')}"`);
@@ -101,13 +104,18 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
         body: new URLSearchParams({ grant_type: 'password', username: username!, password: password! }),
       });
     }
-    await fetch(`${gw.url}/api/v1/requests/${randomUUID()}/status?access_token=${alice.access_token}`, { headers: { authorization: `Bearer ${viaKey.access_token}` } });
+    await fetch(`${gw.url}/api/v1/requests/${randomUUID()}/status?access_token=${alice.access_token}`, {
+      headers: { authorization: `Bearer ${viaKey.access_token}` },
+    });
     await fetch(`${gw.adminUrl}/internal/v1/requests/${randomUUID()}/status?token=${SERVICE_TOKEN}`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${SERVICE_TOKEN}`, 'content-type': 'application/json' },
       body: '{"status":"completed"}',
     });
-    await fetch(`${gw.adminUrl}/internal/v1/requests/${randomUUID()}/status`, { method: 'PUT', headers: { authorization: `Bearer ${secret('wrong-service-token')}` } });
+    await fetch(`${gw.adminUrl}/internal/v1/requests/${randomUUID()}/status`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${secret('wrong-service-token')}` },
+    });
     await fetch(`${gw.url}/api/v1/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${viaKey.access_token}` } });
 
     const lines = gw.logs.text().split('\n');
@@ -124,7 +132,9 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
 
 describe('redactUrl', () => {
   it('masks query and path parameters by name, in any case or encoding, and keeps the rest', () => {
-    expect(redactUrl('/x?page=2&JWT=a&p%77d=b&%2570wd=c&userPwd=d&lang=en')).toBe('/x?page=2&JWT=[REDACTED]&p%77d=[REDACTED]&%2570wd=[REDACTED]&userPwd=[REDACTED]&lang=en');
+    expect(redactUrl('/x?page=2&JWT=a&p%77d=b&%2570wd=c&userPwd=d&lang=en')).toBe(
+      '/x?page=2&JWT=[REDACTED]&p%77d=[REDACTED]&%2570wd=[REDACTED]&userPwd=[REDACTED]&lang=en',
+    );
     expect(redactUrl('/a;jsessionid=1;v=2/b%3bsid=3?q=1;token=4')).toBe('/a;jsessionid=[REDACTED];v=2/b%3bsid=[REDACTED]?q=1;token=[REDACTED]');
     expect(redactUrl('/x?token%3Dabc&flag')).toBe('/x?[REDACTED]&flag');
   });

@@ -39,7 +39,13 @@ beforeAll(async () => {
   await (await fetch(`${gw.url}/orders/6`, { headers: { authorization: 'Bearer abcd.efgh.ijkl' } })).arrayBuffer();
   await (await fetch(`${gw.url}/gone/1`, { headers: auth })).arrayBuffer();
   await (await fetch(`${gw.url}/nowhere/1`, { headers: auth })).arrayBuffer();
-  await (await fetch(`${gw.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":"alice","password":"wrong"}' })).arrayBuffer();
+  await (
+    await fetch(`${gw.url}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"username":"alice","password":"wrong"}',
+    })
+  ).arrayBuffer();
   // Access lines and metrics are written as each response closes: scrape once the last one has.
   await gw.logs.next((entry) => entry.kind === 'gateway' && entry.status === 401);
   text = await (await fetch(`${gw.adminUrl}/metrics`)).text();

@@ -27,7 +27,10 @@ it('logs no secret through login, refresh, logout, failures and the token endpoi
     body: new URLSearchParams({ grant_type: 'password', username: 'alice', password: 'not-the-password' }),
   });
   await fetch(`${gw.url}/api/v1/auth/login?password=not-the-password&access_token=${tokens.access_token}`, { method: 'POST' });
-  await fetch(`${gw.url}/api/v1/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${viaKey.access_token}`, cookie: `s=${tokens.refresh_token}` } });
+  await fetch(`${gw.url}/api/v1/auth/logout`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${viaKey.access_token}`, cookie: `s=${tokens.refresh_token}` },
+  });
   await fetch(`${gw.url}/api/v1/auth/logout`, { method: 'POST', headers: { authorization: `Bearer ${tokens.refresh_token}` } });
 
   const text = gw.logs.text();

@@ -42,7 +42,12 @@ it('writes what is buffered when the process exits', async () => {
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => (output += chunk));
   await once(child, 'close');
-  expect(output.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['stopping: draining in-flight requests', 'stopped']);
+  expect(
+    output
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { msg: string }).msg),
+  ).toEqual(['stopping: draining in-flight requests', 'stopped']);
 });
 
 it('hands the kernel whole lines, at most PIPE_BUF (4096 bytes) per write', async () => {

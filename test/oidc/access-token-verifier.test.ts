@@ -14,13 +14,20 @@ describe('verifying provider access tokens against its JWKS', () => {
   let op: TestOpenIdProvider;
   let client: OidcProviderClient;
   let verifier: ProviderTokenVerifier;
-  const settings = () => OidcIdentitySchema.parse({ provider: 'oidc', issuer: op.issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] });
+  const settings = () =>
+    OidcIdentitySchema.parse({ provider: 'oidc', issuer: op.issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] });
 
   beforeAll(async () => {
     op = await startOpenIdProvider({ alice: { password: 'alice-password', roles: ['admin', 'reader'], groups: ['ops'] } });
     client = await OidcProviderClient.discover(settings());
     // No cooldown here: the rotation test must not wait on the clock.
-    verifier = new ProviderTokenVerifier({ issuer: op.issuer, jwksUri: String(client.metadata.jwks_uri), settings: settings(), clockToleranceS: 5, cooldownMs: 0 });
+    verifier = new ProviderTokenVerifier({
+      issuer: op.issuer,
+      jwksUri: String(client.metadata.jwks_uri),
+      settings: settings(),
+      clockToleranceS: 5,
+      cooldownMs: 0,
+    });
   });
   afterAll(async () => op.close());
 
@@ -68,7 +75,13 @@ describe('verifying provider access tokens against its JWKS', () => {
 
   it('keeps verifying with the last good keys when a refetch of the key set fails', async () => {
     // Every verification refetches (a key set is never fresh), so a provider outage is met at once.
-    const staleAlways = new ProviderTokenVerifier({ issuer: op.issuer, jwksUri: String(client.metadata.jwks_uri), settings: settings(), clockToleranceS: 5, cacheMaxAgeMs: 0 });
+    const staleAlways = new ProviderTokenVerifier({
+      issuer: op.issuer,
+      jwksUri: String(client.metadata.jwks_uri),
+      settings: settings(),
+      clockToleranceS: 5,
+      cacheMaxAgeMs: 0,
+    });
     const stale: unknown[] = [];
     staleAlways.onStaleKeys = (error) => stale.push(error);
     await staleAlways.ready();

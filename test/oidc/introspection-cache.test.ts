@@ -27,7 +27,9 @@ describe('the introspection cache', () => {
 
   beforeAll(async () => {
     op = await startOpenIdProvider({ carol: { password: 'carol-password' } });
-    client = await OidcProviderClient.discover(OidcIdentitySchema.parse({ provider: 'oidc', issuer: op.issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] }));
+    client = await OidcProviderClient.discover(
+      OidcIdentitySchema.parse({ provider: 'oidc', issuer: op.issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] }),
+    );
     redis = await testRedisUrl();
   });
   afterAll(async () => {

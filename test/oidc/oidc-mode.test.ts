@@ -96,7 +96,13 @@ describe('fronting an OpenID Provider (identity.provider: oidc)', () => {
 
   it('logs in with a password and answers the spec token set, filling what the provider leaves out', async () => {
     const tokens = await login(gateway, 'alice', 'alice-password');
-    expect(tokens).toEqual({ access_token: expect.any(String), refresh_token: expect.any(String), expires_in: 300, refresh_expires_in: 86_400, token_type: 'bearer' });
+    expect(tokens).toEqual({
+      access_token: expect.any(String),
+      refresh_token: expect.any(String),
+      expires_in: 300,
+      refresh_expires_in: 86_400,
+      token_type: 'bearer',
+    });
     const proxied = await fetch(`${gateway.url}/things/1`, bearer(tokens.access_token));
     expect(proxied.status).toBe(200);
     const seen = upstream.seen.at(-1)!;
@@ -290,7 +296,16 @@ describe('authenticating at the provider with private_key_jwt', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gatehouse-pkjwt-'));
     const keyFile = join(dir, 'client-key.pem');
     await writeFile(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }));
-    const identity = { provider: 'oidc', issuer: op.issuer, clientId: 'gatehouse-pkjwt', clientAuth: 'private_key_jwt', privateKeyFile: keyFile, privateKeyId: 'gatehouse-key-1', audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] };
+    const identity = {
+      provider: 'oidc',
+      issuer: op.issuer,
+      clientId: 'gatehouse-pkjwt',
+      clientAuth: 'private_key_jwt',
+      privateKeyFile: keyFile,
+      privateKeyId: 'gatehouse-key-1',
+      audience: TEST_RESOURCE,
+      scopes: ['openid', 'offline_access', 'api'],
+    };
     const gateway = await startFronting(op.issuer, upstream, { identity });
     try {
       await ready(gateway);

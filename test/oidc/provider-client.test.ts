@@ -12,7 +12,14 @@ import { freePort } from '../helpers/ports.js';
 import { startOpenIdProvider, TEST_CLIENT, TEST_RESOURCE, type TestOpenIdProvider } from '../helpers/openid-provider.js';
 
 function settings(issuer: string, overrides: Partial<OidcIdentityConfig> = {}): OidcIdentityConfig {
-  return OidcIdentitySchema.parse({ provider: 'oidc', issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'], ...overrides });
+  return OidcIdentitySchema.parse({
+    provider: 'oidc',
+    issuer,
+    ...TEST_CLIENT,
+    audience: TEST_RESOURCE,
+    scopes: ['openid', 'offline_access', 'api'],
+    ...overrides,
+  });
 }
 
 describe('the OpenID Provider client', () => {
@@ -27,7 +34,13 @@ describe('the OpenID Provider client', () => {
 
   it('logs in with the password grant and answers the spec token set', async () => {
     const tokens = await client.login('alice', 'alice-password');
-    expect(tokens).toEqual({ access_token: expect.any(String), expires_in: 300, refresh_token: expect.any(String), refresh_expires_in: expect.any(Number), token_type: 'bearer' });
+    expect(tokens).toEqual({
+      access_token: expect.any(String),
+      expires_in: 300,
+      refresh_token: expect.any(String),
+      refresh_expires_in: expect.any(Number),
+      token_type: 'bearer',
+    });
     const claims = decodeJwt(tokens.access_token);
     expect(claims).toMatchObject({ iss: op.issuer, aud: TEST_RESOURCE, sub: 'alice', roles: ['admin'], groups: ['ops'] });
   });

@@ -74,7 +74,9 @@ describe('routing', () => {
   });
 
   it('streams request bodies to the upstream', async () => {
-    const body = await echoed(await fetch(`${gw.url}/api/v1/orders`, { method: 'POST', headers: { ...bearer(), 'content-type': 'application/json' }, body: '{"item":42}' }));
+    const body = await echoed(
+      await fetch(`${gw.url}/api/v1/orders`, { method: 'POST', headers: { ...bearer(), 'content-type': 'application/json' }, body: '{"item":42}' }),
+    );
     expect(body).toMatchObject({ method: 'POST', body: '{"item":42}' });
   });
 });

@@ -111,15 +111,18 @@ describe('the watched config file', () => {
     expect(b.seen.length).toBe(seen);
   });
 
-  it.each(BROKEN_EDITS.slice(0, 3))('refuses %s with an error log line naming the problem; the old routes keep working and nothing of the edit applies', async (_case, text, problem) => {
-    const from = gw.logs.entries().length;
-    await writeFile(gw.configFile, text());
-    const refusal = await nextRefusal(from, problem);
-    expect(refusal.level).toBe(50); // error
-    expect(await status('/a/x')).toBe(200);
-    // The valid route that came with the broken edit was not applied either.
-    expect(await status('/c/x')).toBe(404);
-  });
+  it.each(BROKEN_EDITS.slice(0, 3))(
+    'refuses %s with an error log line naming the problem; the old routes keep working and nothing of the edit applies',
+    async (_case, text, problem) => {
+      const from = gw.logs.entries().length;
+      await writeFile(gw.configFile, text());
+      const refusal = await nextRefusal(from, problem);
+      expect(refusal.level).toBe(50); // error
+      expect(await status('/a/x')).toBe(200);
+      // The valid route that came with the broken edit was not applied either.
+      expect(await status('/c/x')).toBe(404);
+    },
+  );
 
   it('recovers with the next good edit after a broken one', async () => {
     const from = gw.logs.entries().length;

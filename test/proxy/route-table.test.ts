@@ -37,7 +37,9 @@ describe('RouteTable.compile', () => {
 
   // Built past the schema, whose content checks would refuse them first: the table must refuse them on its own.
   it('refuses prefixes with dot segments or that the normaliser refuses', () => {
-    expect(() => RouteTable.compile([{ ...route({ prefix: '/x', name: 'bad' }), prefix: '/a/../b' }])).toThrow('route bad: prefix "/a/../b" holds . or .. segments');
+    expect(() => RouteTable.compile([{ ...route({ prefix: '/x', name: 'bad' }), prefix: '/a/../b' }])).toThrow(
+      'route bad: prefix "/a/../b" holds . or .. segments',
+    );
     expect(() => RouteTable.compile([{ ...route({ prefix: '/x' }), prefix: '/a\\b' }])).toThrow('backslash in path');
     expect(() => RouteTable.compile([{ ...route({ prefix: '/a' }), rewritePrefix: '/%zz' }])).toThrow('rewritePrefix "/%zz": malformed percent-encoding');
   });

@@ -21,7 +21,13 @@ function report(req: IncomingMessage, res: ServerResponse): void {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
-    const received: Received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, trailers: req.trailers, body: Buffer.concat(chunks).toString('utf8') };
+    const received: Received = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      trailers: req.trailers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    };
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(received));
   });
@@ -150,7 +156,9 @@ describe('forwarding headers from an untrusted client', () => {
   });
 
   it('are replaced on a public route too', async () => {
-    const got = received(await rawRequest(gw.url, ['GET /public/where HTTP/1.1', 'x-forwarded-for: 6.6.6.6', 'forwarded: for=6.6.6.6', 'x-forwarded-proto: https']));
+    const got = received(
+      await rawRequest(gw.url, ['GET /public/where HTTP/1.1', 'x-forwarded-for: 6.6.6.6', 'forwarded: for=6.6.6.6', 'x-forwarded-proto: https']),
+    );
     expect(got.headers).toMatchObject({ 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'http' });
     expect(got.headers.forwarded).toBeUndefined();
   });
@@ -191,7 +199,14 @@ describe('forwarding headers from a trusted proxy (the contrast)', () => {
   });
 
   it('keeps the chain a trusted proxy built even when its client nominates it in Connection', async () => {
-    const got = received(await rawRequest(trusting.url, ['GET /api/where HTTP/1.1', 'x-forwarded-for: 203.0.113.7', 'connection: x-forwarded-for, x-forwarded-proto', 'x-forwarded-proto: https']));
+    const got = received(
+      await rawRequest(trusting.url, [
+        'GET /api/where HTTP/1.1',
+        'x-forwarded-for: 203.0.113.7',
+        'connection: x-forwarded-for, x-forwarded-proto',
+        'x-forwarded-proto: https',
+      ]),
+    );
     expect(got.headers).toMatchObject({ 'x-forwarded-for': '203.0.113.7, 127.0.0.1', 'x-forwarded-proto': 'https' });
   });
 });
@@ -245,7 +260,14 @@ describe('Connection header nominations', () => {
   });
 
   it('Connection: x-gatehouse-subject on a public route does not smuggle the client\'s copy through', async () => {
-    const got = received(await rawRequest(gw.url, ['GET /public/c HTTP/1.1', 'connection: x-gatehouse-subject, X_Gatehouse_Subject', 'x-gatehouse-subject: forged', 'X_Gatehouse_Subject: forged']));
+    const got = received(
+      await rawRequest(gw.url, [
+        'GET /public/c HTTP/1.1',
+        'connection: x-gatehouse-subject, X_Gatehouse_Subject',
+        'x-gatehouse-subject: forged',
+        'X_Gatehouse_Subject: forged',
+      ]),
+    );
     expectNoIdentity(got.headers);
   });
 

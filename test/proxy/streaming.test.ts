@@ -161,7 +161,12 @@ function specialHandler(req: IncomingMessage, res: ServerResponse): void {
 }
 
 beforeAll(async () => {
-  [bulk, holding, echoing, special] = await Promise.all([startUpstream(transfers), startUpstream(() => {}), startUpstream(echo), startUpstream(specialHandler)]);
+  [bulk, holding, echoing, special] = await Promise.all([
+    startUpstream(transfers),
+    startUpstream(() => {}),
+    startUpstream(echo),
+    startUpstream(specialHandler),
+  ]);
   gw = await startTestGateway({
     config: {
       routes: [
@@ -262,7 +267,14 @@ describe('uploads and the response deadline', () => {
 describe('hop-by-hop headers', () => {
   it('stops the client\'s and the upstream\'s hop-by-hop headers at the gateway and keeps every Set-Cookie', async () => {
     const echoed = await send(`${gw.url}/echo/hop`, {
-      headers: { connection: 'close, X-Foo', 'x-foo': 'for-the-gateway-only', 'keep-alive': 'timeout=99', te: 'trailers', 'proxy-connection': 'keep-alive', 'x-kept': 'yes' },
+      headers: {
+        connection: 'close, X-Foo',
+        'x-foo': 'for-the-gateway-only',
+        'keep-alive': 'timeout=99',
+        te: 'trailers',
+        'proxy-connection': 'keep-alive',
+        'x-kept': 'yes',
+      },
     });
     expect(echoed.status).toBe(200);
     const upstreamSaw = (JSON.parse(echoed.body.toString()) as EchoBody).headers;
@@ -324,7 +336,9 @@ describe('message framing', () => {
     const before = echoing.seen.length;
     const conn = await rawConnection(gw.url);
     const size = Buffer.byteLength(smuggled).toString(16);
-    conn.socket.write(`${method} /echo/resource HTTP/1.1\r\nhost: gw\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${size}\r\n${smuggled}\r\n0\r\n\r\n`);
+    conn.socket.write(
+      `${method} /echo/resource HTTP/1.1\r\nhost: gw\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n${size}\r\n${smuggled}\r\n0\r\n\r\n`,
+    );
     const data = await conn.closed;
     const head = parseHead(data);
     expect(head.status).toBe(200);

@@ -139,7 +139,14 @@ describe('resolveRoute on ambiguous paths', () => {
   });
 
   it('a route that opts out still refuses a path some server reads as another route', () => {
-    for (const path of ['/legacy/admin;x/users', '/legacy/admin%3Bx', '/legacy/%2561dmin', '/legacy/admin./users', '/legacy/admin%20', '/legacy/x/%c0%ae%c0%ae/admin']) {
+    for (const path of [
+      '/legacy/admin;x/users',
+      '/legacy/admin%3Bx',
+      '/legacy/%2561dmin',
+      '/legacy/admin./users',
+      '/legacy/admin%20',
+      '/legacy/x/%c0%ae%c0%ae/admin',
+    ]) {
       expect(resolve(path), path).toBe('400 path reads as another route');
     }
   });

@@ -46,10 +46,20 @@ beforeAll(async () => {
     if (!hostname.endsWith('.invalid')) return (realLookup as (...args: unknown[]) => void).call(dns, hostname, ...rest);
     RESOLVER_NAMES.push(hostname);
     const callback = rest[rest.length - 1] as (error: NodeJS.ErrnoException) => void;
-    const error: NodeJS.ErrnoException = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', errno: -3008, syscall: 'getaddrinfo' });
+    const error: NodeJS.ErrnoException = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), {
+      code: 'ENOTFOUND',
+      errno: -3008,
+      syscall: 'getaddrinfo',
+    });
     process.nextTick(callback, error);
   };
-  [ok, holding, dying, blackhole, refusedPort] = await Promise.all([startUpstream(echo), startUpstream(held.hold), startUpstream(dieMidResponse), fullBacklog(), freePort()]);
+  [ok, holding, dying, blackhole, refusedPort] = await Promise.all([
+    startUpstream(echo),
+    startUpstream(held.hold),
+    startUpstream(dieMidResponse),
+    fullBacklog(),
+    freePort(),
+  ]);
   gw = await startTestGateway({
     config: {
       routes: [
@@ -152,7 +162,10 @@ describe('clients that go away', () => {
 });
 
 describe('an upstream that dies mid-response', () => {
-  it.each([['content-length', '/dying/length'], ['chunked', '/dying/chunked']])('cuts the client connection (%s framing), does not crash and keeps serving', async (_framing, path) => {
+  it.each([
+    ['content-length', '/dying/length'],
+    ['chunked', '/dying/chunked'],
+  ])('cuts the client connection (%s framing), does not crash and keeps serving', async (_framing, path) => {
     // A connection left hanging fails on the test timeout.
     const outcome = await new Promise<{ status: number; bytes: number; complete: boolean }>((resolve, reject) => {
       const client = httpRequest(`${gw.url}${path}`, { agent: false }, (res) => {

@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtPayload, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { send } from '../helpers/http-client.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
+import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
 
 const SMALL_BOUND = 256;
 
@@ -40,7 +40,11 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
 
   /** node:http, not fetch: the bytes exactly as sent (fetch would try to gunzip a gzip-labelled body). */
   async function submit(path: string, tokens: TokenSetBody | null = alice): Promise<{ response: { status: number; headers: Headers }; bytes: Buffer }> {
-    const answer = await send(`${gw.url}${path}`, { method: 'POST', headers: { ...(tokens ? as(tokens) : {}), 'content-type': 'application/json' }, body: '{}' });
+    const answer = await send(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { ...(tokens ? as(tokens) : {}), 'content-type': 'application/json' },
+      body: '{}',
+    });
     const headers = new Headers();
     for (const [name, value] of Object.entries(answer.headers)) if (typeof value === 'string') headers.set(name, value);
     return { response: { status: answer.status, headers }, bytes: answer.body };
@@ -158,10 +162,30 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
   const passThrough: Array<[string, string, string, () => { body: Buffer; headers: Record<string, string> }]> = [
     ['a text body', '/orders/text', 'not_json', () => ({ body: Buffer.from('accepted, thanks'), headers: { 'content-type': 'text/plain' } })],
     ['broken JSON', '/orders/broken', 'not_json', () => ({ body: Buffer.from(`{"requestId":"${randomUUID()}"`), headers: {} })],
-    ['JSON under a non-JSON type', '/orders/typed', 'not_json', () => ({ body: Buffer.from(`{"requestId":"${randomUUID()}"}`), headers: { 'content-type': 'text/html' } })],
-    ['invalid UTF-8', '/orders/bytes', 'not_json', () => ({ body: Buffer.concat([Buffer.from('{"requestId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), headers: {} })],
-    ['a compressed body', '/orders/gzip', 'not_json', () => ({ body: Buffer.from(`{"requestId":"${randomUUID()}"}`), headers: { 'content-encoding': 'gzip' } })],
-    ['a body over the bound', '/small/big', 'too_large', () => ({ body: Buffer.from(JSON.stringify({ requestId: randomUUID(), pad: 'x'.repeat(SMALL_BOUND) })), headers: {} })],
+    [
+      'JSON under a non-JSON type',
+      '/orders/typed',
+      'not_json',
+      () => ({ body: Buffer.from(`{"requestId":"${randomUUID()}"}`), headers: { 'content-type': 'text/html' } }),
+    ],
+    [
+      'invalid UTF-8',
+      '/orders/bytes',
+      'not_json',
+      () => ({ body: Buffer.concat([Buffer.from('{"requestId":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]), headers: {} }),
+    ],
+    [
+      'a compressed body',
+      '/orders/gzip',
+      'not_json',
+      () => ({ body: Buffer.from(`{"requestId":"${randomUUID()}"}`), headers: { 'content-encoding': 'gzip' } }),
+    ],
+    [
+      'a body over the bound',
+      '/small/big',
+      'too_large',
+      () => ({ body: Buffer.from(JSON.stringify({ requestId: randomUUID(), pad: 'x'.repeat(SMALL_BOUND) })), headers: {} }),
+    ],
     ['no requestId field', '/orders/nofield', 'no_request_id', () => ({ body: Buffer.from(JSON.stringify({ id: randomUUID() })), headers: {} })],
     ['a requestId that is no UUID', '/orders/notuuid', 'no_request_id', () => ({ body: Buffer.from(JSON.stringify({ requestId: '12345' })), headers: {} })],
     ['a requestId that is no string', '/orders/number', 'no_request_id', () => ({ body: Buffer.from('{"requestId": 42}'), headers: {} })],

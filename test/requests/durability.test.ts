@@ -68,7 +68,10 @@ describe('records accepted while Redis is down', () => {
       second = await start(store, { journalDir });
       const gw = second;
       for (const id of ids) {
-        await vi.waitFor(async () => expect((await poll(gw.url, id, alice.access_token)).body).toEqual({ status: 'pending' }), { timeout: 15_000, interval: 200 });
+        await vi.waitFor(async () => expect((await poll(gw.url, id, alice.access_token)).body).toEqual({ status: 'pending' }), {
+          timeout: 15_000,
+          interval: 200,
+        });
       }
       // Replayed, so removed.
       await vi.waitFor(async () => expect((await readdir(journalDir)).filter((name) => name.endsWith('.jsonl'))).toEqual([]), { timeout: 5_000 });

@@ -123,7 +123,11 @@ describe.each(STORE_KINDS)('the %s store going away', (kind) => {
         expect(answer.status).toBe(503);
         // Until the store's next reconnect attempt: at most its 2.1 s backoff, rounded up.
         expect(answer.headers.get('retry-after')).toMatch(/^[1-3]$/);
-        expect(answer.body).toEqual({ $diagnoses: [{ $severity: 'error', $message: expect.any(String), $detail: '503 (Service Unavailable) - temporarily_unavailable: state store unavailable' }] });
+        expect(answer.body).toEqual({
+          $diagnoses: [
+            { $severity: 'error', $message: expect.any(String), $detail: '503 (Service Unavailable) - temporarily_unavailable: state store unavailable' },
+          ],
+        });
       }
 
       await outage.end();

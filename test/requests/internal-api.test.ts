@@ -12,7 +12,6 @@ const diagnoses = (detail: string) => ({ $diagnoses: [{ $severity: 'error', $mes
 describe.each(STORE_KINDS)('the internal status API on the %s store', (kind) => {
   let fixture: RequestsFixture;
   let store: TestStore;
-  let up: ScriptedUpstream;
   let gw: TestGateway;
   let alice: TokenSetBody;
 
@@ -21,7 +20,7 @@ describe.each(STORE_KINDS)('the internal status API on the %s store', (kind) => 
       requests: { serviceToken: SERVICE_TOKEN },
       routes: [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }],
     }));
-    ({ store, up, gw, alice } = fixture);
+    ({ store, gw, alice } = fixture);
   });
   afterAll(() => fixture?.close());
 

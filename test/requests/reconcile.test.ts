@@ -7,7 +7,6 @@
 // No test waits on the clock: an interval passes by a long poll, which asks
 // again at it, or by a faked Date; a timeout shows as the question being
 // abandoned.
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';

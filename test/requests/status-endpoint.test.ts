@@ -31,7 +31,10 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
   const routes = (upstream: ScriptedUpstream = up) => [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }];
 
   beforeAll(async () => {
-    fixture = await startRequestsFixture(kind, (upstream) => ({ requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 2, maxWaitS: LONG_WAIT_S }, routes: routes(upstream) }));
+    fixture = await startRequestsFixture(kind, (upstream) => ({
+      requests: { serviceToken: SERVICE_TOKEN, retryAfterS: 2, maxWaitS: LONG_WAIT_S },
+      routes: routes(upstream),
+    }));
     ({ store, up, gw, alice, bob, keyPrefix } = fixture);
   });
   afterAll(() => fixture?.close());
@@ -272,14 +275,19 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
       const id = await accept();
       const answer = await poll(gw.url, id, alice.access_token, { wait });
       expect(answer.status).toBe(400);
-      expect(answer.body).toEqual({ $diagnoses: [expect.objectContaining({ $detail: '400 (Bad Request) - invalid_request: wait must be a number of seconds' })] });
+      expect(answer.body).toEqual({
+        $diagnoses: [expect.objectContaining({ $detail: '400 (Bad Request) - invalid_request: wait must be a number of seconds' })],
+      });
     });
 
     it('lets go of the watch when the client gives up', async () => {
       const id = await accept();
       // node:http, not fetch: an aborted fetch makes undici open a fresh idle
       // connection, which would hold the gateway's close() until headersTimeout.
-      const req = httpRequest(`${gw.url}/api/v1/requests/${id}/status?wait=${wait}`, { agent: false, headers: { authorization: `Bearer ${alice.access_token}` } });
+      const req = httpRequest(`${gw.url}/api/v1/requests/${id}/status?wait=${wait}`, {
+        agent: false,
+        headers: { authorization: `Bearer ${alice.access_token}` },
+      });
       req.on('error', () => {});
       req.end();
       await polling();
