@@ -7,45 +7,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { accessLogger } from './logger.js';
 import type { Metrics } from './metrics.js';
+import type { RequestSummary } from './request-summary.js';
 import type { SpanExport } from './span-export.js';
-import type { TraceContext } from './trace-context.js';
 
 /** Methods named in metrics; anything else counts as `other`, so a client cannot mint series. */
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
 
 /** The route label of a request no route matched. */
 export const UNMATCHED_ROUTE = 'unmatched';
-
-export type RequestKind = 'proxy' | 'gateway' | 'websocket';
-
-export interface RequestSummary {
-  kind: RequestKind;
-  requestId: string;
-  trace: TraceContext;
-  /** After `server.trustedProxies`. */
-  clientAddress: string | undefined;
-  method: string;
-  /** The route's name (gateway endpoints: their path pattern); UNMATCHED_ROUTE when none matched. */
-  route: string;
-  /** The URL as the client sent it, credentials masked (redactUrl). */
-  url: string;
-  status: number;
-  /** Request body bytes as declared (Content-Length), or counted where the gateway reads the body. */
-  bytesIn: number;
-  /** Bytes written to the client's connection for this response, head included. */
-  bytesOut: number;
-  durationMs: number;
-  /** The upstream target that answered (proxied and WebSocket requests). */
-  upstream?: string | undefined;
-  /** From sending upstream to the response head; absent when nothing was sent upstream. */
-  upstreamMs: number | undefined;
-  subject: string | undefined;
-  userAgent: string | undefined;
-  /** WebSocket only: the handshake (`open`, status 101 or a refusal) or the tunnel's end (`close`). */
-  event?: 'open' | 'close';
-  /** Whether the response was sent whole (false: the client or upstream went away first). */
-  completed: boolean;
-}
 
 type Observer = { observe(value: number): void };
 

@@ -6,7 +6,7 @@
 // SDK is never loaded: the hot path pays one `undefined` check.
 import type { Span, Tracer } from '@opentelemetry/api';
 import type { Config } from '../config/schema.js';
-import type { RequestSummary } from './request-telemetry.js';
+import type { RequestSummary } from './request-summary.js';
 import { GATEHOUSE_VERSION } from './version.js';
 
 export interface SpanExport {
