@@ -4,14 +4,14 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
-import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
 import { TokenError, type TokenClaims, type TokenSet, type TokenType } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { BearerAuthenticator } from './bearer-authenticator.js';
-import type { LoginAudit, LoginMethod } from './login-audit.js';
+import type { LoginAudit } from './login-audit.js';
+import { LoginGuard } from './login-guard.js';
 import type { Principal } from '../core/principal.js';
 
 /** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
@@ -49,66 +49,62 @@ const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
 
 export class AuthService implements Authentication {
   readonly #deps: AuthServiceDeps;
+  readonly #guard: LoginGuard;
 
   constructor(deps: AuthServiceDeps) {
     this.#deps = deps;
+    this.#guard = new LoginGuard(deps.throttle, deps.audit);
   }
 
   /** Spec 4.1: a password or an API key in `password`; each login starts a session. Throttled per username, address and both. */
   async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
-    const { identity, store, issuer, refreshTokenTtlS, throttle, audit } = this.#deps;
-    const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
-    const facts = { method, address: context.address, requestId: context.requestId, traceId: context.traceId, ...(identity.hasUser(username) && { username }) };
-    await audit.throttleChecked(() => throttle.checkLogin(username, context.address), facts);
-    const who = await identity.authenticate(username, password, { clientAddress: context.address });
-    if (!who) {
-      const lockout = await throttle.loginFailed(username, context.address);
-      audit.record('failure', facts);
-      if (lockout) audit.record('lockout', { ...facts, lockout });
-      throw gatehouseError('invalid_user_credentials');
-    }
-    await throttle.loginSucceeded(username, context.address);
-    const now = Date.now();
-    const session: SessionRecord = {
-      sid: randomUUID(),
-      sub: who.sub,
-      username: who.username,
-      method: who.method,
-      ...(who.apiKeyId ? { apiKeyId: who.apiKeyId } : {}),
-      createdAt: now,
-      expiresAt: now + refreshTokenTtlS * 1000,
-    };
-    await store.createSession(session);
-    if (identity.stillHolds && !(await identity.stillHolds(who))) {
-      await store.revokeSession(session.sid);
-      audit.record('failure', facts);
-      throw gatehouseError('invalid_user_credentials');
-    }
-    audit.record('success', { ...facts, method: who.method === 'api_key' ? 'api_key' : 'password', username: who.username, sub: who.sub, sid: session.sid });
-    // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
-    return issuer.issueTokenSet(session, now, identity.grants(who));
+    const { identity, store, issuer, refreshTokenTtlS } = this.#deps;
+    return this.#guard.login(
+      { username, password, context, knownUser: identity.hasUser(username) },
+      {
+        check: async () => {
+          const who = await identity.authenticate(username, password, { clientAddress: context.address });
+          if (!who) throw gatehouseError('invalid_user_credentials');
+          return who;
+        },
+        start: async (who) => {
+          const now = Date.now();
+          const session: SessionRecord = {
+            sid: randomUUID(),
+            sub: who.sub,
+            username: who.username,
+            method: who.method,
+            ...(who.apiKeyId ? { apiKeyId: who.apiKeyId } : {}),
+            createdAt: now,
+            expiresAt: now + refreshTokenTtlS * 1000,
+          };
+          await store.createSession(session);
+          if (identity.stillHolds && !(await identity.stillHolds(who))) {
+            await store.revokeSession(session.sid);
+            throw gatehouseError('invalid_user_credentials');
+          }
+          const admitted = { method: who.method === 'api_key' ? ('api_key' as const) : ('password' as const), username: who.username, sub: who.sub, sid: session.sid };
+          // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
+          return { result: await issuer.issueTokenSet(session, now, identity.grants(who)), admitted };
+        },
+      },
+    );
   }
 
   /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Invalid refresh tokens count against the address. */
   async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
-    const { throttle, audit } = this.#deps;
-    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
-    await audit.throttleChecked(() => throttle.checkRefresh(context.address), facts);
-    let claims: TokenClaims | undefined;
-    try {
-      claims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
-      const principal = await this.#deps.bearer.authenticate(refreshToken, claims);
-      // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
-      // The grants as of now: a role given since the login reaches the new access token.
-      const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal));
-      audit.record('success', { ...facts, username: principal.username, sub: principal.sub, sid: principal.sid });
-      return tokens;
-    } catch (error) {
-      const refused = this.#refused(error);
-      if (await throttle.refreshFailed(context.address)) audit.record('lockout', { ...facts, lockout: 'address_blocked' });
-      audit.record('failure', facts);
-      throw refused;
-    }
+    return this.#guard.refresh(context, async () => {
+      try {
+        const claims: TokenClaims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
+        const principal = await this.#deps.bearer.authenticate(refreshToken, claims);
+        // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
+        // The grants as of now: a role given since the login reaches the new access token.
+        const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal));
+        return { result: tokens, admitted: { username: principal.username, sub: principal.sub, sid: principal.sid } };
+      } catch (error) {
+        throw this.#refused(error);
+      }
+    });
   }
 
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active, for the gateway's own endpoints. */

@@ -1,7 +1,7 @@
 // Login, refresh and logout when a fronted OpenID Provider keeps the users:
 // the same spec endpoints, the same throttling and audit trail as local mode
-// (auth/auth-service.ts), but the provider checks the credentials and issues
-// the tokens.
+// (both pass through auth/login-guard.ts), but the provider checks the
+// credentials and issues the tokens.
 //
 // An API key typed as the password goes to the provider as the password: the
 // provider is the one authority over credentials and the only issuer of
@@ -16,11 +16,11 @@
 import type { Logger } from 'pino';
 import type { AttemptContext, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import type { LoginAudit, LoginMethod } from '../auth/login-audit.js';
+import type { LoginAudit } from '../auth/login-audit.js';
+import { LoginGuard } from '../auth/login-guard.js';
 import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED } from '../auth/token-check.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
-import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { Store } from '../store/store.js';
 import { TokenError, type TokenSet } from '../tokens/types.js';
@@ -40,33 +40,28 @@ export interface ProviderAuthOptions {
 
 export class ProviderAuth implements Authentication {
   readonly #options: ProviderAuthOptions;
+  readonly #guard: LoginGuard;
 
   constructor(options: ProviderAuthOptions) {
     this.#options = options;
+    this.#guard = new LoginGuard(options.throttle, options.audit);
   }
 
   /** Spec 4.1 through the provider's password grant; throttled in front of it like a local login. */
   async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
-    const { connection, throttle, audit } = this.#options;
-    const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
-    const facts = { method, address: context.address, requestId: context.requestId, traceId: context.traceId };
-    await audit.throttleChecked(() => throttle.checkLogin(username, context.address), facts);
-    let tokens: TokenSet;
-    try {
-      tokens = await (await connection.connect()).client.login(username, password);
-    } catch (error) {
-      // Only the provider's refusal of the credentials counts as a failed guess; its outage does not.
-      if (isGatehouseError(error) && error.code === 'invalid_user_credentials') {
-        const lockout = await throttle.loginFailed(username, context.address);
-        audit.record('failure', facts);
-        if (lockout) audit.record('lockout', { ...facts, lockout });
-      }
-      throw error;
-    }
-    const who = await this.#admitted(tokens.access_token);
-    await throttle.loginSucceeded(username, context.address);
-    audit.record('success', { ...facts, username: who.username, sub: who.sub, sid: who.sid });
-    return tokens;
+    const { connection } = this.#options;
+    // Only the provider's refusal of the credentials (invalid_user_credentials) counts as a failed guess; its outage does not.
+    // The provider's users are not known here: no username is written on a refusal's line.
+    return this.#guard.login(
+      { username, password, context, knownUser: false },
+      {
+        check: async () => {
+          const tokens = await (await connection.connect()).client.login(username, password);
+          return { tokens, who: await this.#admitted(tokens.access_token) };
+        },
+        start: async ({ tokens, who }) => ({ result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } }),
+      },
+    );
   }
 
   /**
@@ -76,23 +71,14 @@ export class ProviderAuth implements Authentication {
    * here is refused before the provider is asked.
    */
   async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
-    const { connection, throttle, audit, store } = this.#options;
-    const facts = { method: 'refresh' as const, address: context.address, requestId: context.requestId, traceId: context.traceId };
-    await audit.throttleChecked(() => throttle.checkRefresh(context.address), facts);
-    try {
+    const { connection, store } = this.#options;
+    return this.#guard.refresh(context, async () => {
       // Spec 7 fixes the refresh failure's reason: the precise one (here: session ended) stays in the cause.
       if (await store.providerSessionEnded(tokenSessionId(refreshToken))) throw gatehouseError('invalid_refresh_token', { cause: new TokenError(SESSION_ENDED) });
       const tokens = await (await connection.connect()).client.refresh(refreshToken);
       const who = await this.#admitted(tokens.access_token, 'invalid_refresh_token');
-      audit.record('success', { ...facts, username: who.username, sub: who.sub, sid: who.sid });
-      return tokens;
-    } catch (error) {
-      if (isGatehouseError(error) && error.code === 'invalid_refresh_token') {
-        if (await throttle.refreshFailed(context.address)) audit.record('lockout', { ...facts, lockout: 'address_blocked' });
-        audit.record('failure', facts);
-      }
-      throw error;
-    }
+      return { result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } };
+    });
   }
 
   authenticateBearer(token: string): Promise<Principal> {

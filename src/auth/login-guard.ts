@@ -1,0 +1,114 @@
+// The one guard every login and refresh passes through, whichever identity
+// mode checks the credentials (local: auth-service.ts; a fronted OpenID
+// Provider: oidc/provider-auth.ts). It takes the throttle before anything
+// is checked, counts a refused guess (and only a refused guess: an outage is
+// no guess) for throttling, clears the pair's failures on success and writes
+// the audit line of each outcome (login-audit.ts).
+//
+// What the mode does is passed in as steps; the refusals they throw are the
+// catalogue's: `invalid_user_credentials` for credentials, and
+// `invalid_refresh_token` for a refresh. Anything else a step throws passes
+// through unrecorded.
+import { isGatehouseError } from '../core/errors.js';
+import { parseApiKey } from '../identity/api-keys.js';
+import type { LoginThrottle } from '../limits/login-throttle.js';
+import type { AttemptContext } from './auth-service.js';
+import type { AuditFacts, LoginAudit, LoginMethod } from './login-audit.js';
+
+/** Who a login or refresh admitted, for the success line. */
+export interface Admitted {
+  username: string;
+  sub: string;
+  sid: string;
+  /** How the credential turned out to be used, when the mode knows better than the typed password's shape. */
+  method?: 'password' | 'api_key';
+}
+
+export interface LoginAttempt {
+  username: string;
+  password: string;
+  context: AttemptContext;
+  /** Whether `username` names an existing user: only then is it written on the refusal lines (what was typed may be a password). */
+  knownUser: boolean;
+}
+
+export interface LoginSteps<C, T> {
+  /** The credential check; throws `invalid_user_credentials` for a refused guess, which is counted. */
+  check(): Promise<C>;
+  /**
+   * What follows a check that passed and was cleared from the throttle (a
+   * session is started, tokens handed out). Its own `invalid_user_credentials`
+   * (the credential went away meanwhile) is a refusal that is audited, not a
+   * guess that is counted.
+   */
+  start(checked: C): Promise<{ result: T; admitted: Admitted }>;
+}
+
+export class LoginGuard {
+  readonly #throttle: LoginThrottle;
+  readonly #audit: LoginAudit;
+
+  constructor(throttle: LoginThrottle, audit: LoginAudit) {
+    this.#throttle = throttle;
+    this.#audit = audit;
+  }
+
+  /** Spec 4.1, throttled per username, address and both, in front of the mode's credential check. */
+  async login<C, T>(attempt: LoginAttempt, steps: LoginSteps<C, T>): Promise<T> {
+    const { username, password, context } = attempt;
+    const method: LoginMethod = parseApiKey(password) ? 'api_key' : 'password';
+    const facts: AuditFacts = { method, ...attemptFacts(context), ...(attempt.knownUser && { username }) };
+    await this.#audit.throttleChecked(() => this.#throttle.checkLogin(username, context.address), facts);
+    let checked: C;
+    try {
+      checked = await steps.check();
+    } catch (error) {
+      if (isRefusal(error, 'invalid_user_credentials')) {
+        const lockout = await this.#throttle.loginFailed(username, context.address);
+        this.#audit.record('failure', facts);
+        if (lockout) this.#audit.record('lockout', { ...facts, lockout });
+      }
+      throw error;
+    }
+    await this.#throttle.loginSucceeded(username, context.address);
+    let started: { result: T; admitted: Admitted };
+    try {
+      started = await steps.start(checked);
+    } catch (error) {
+      if (isRefusal(error, 'invalid_user_credentials')) this.#audit.record('failure', facts);
+      throw error;
+    }
+    this.#audit.record('success', successFacts(facts, started.admitted));
+    return started.result;
+  }
+
+  /** Spec 4.2: a refresh token the mode refuses (`invalid_refresh_token`) counts against the address. */
+  async refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: Admitted }>): Promise<T> {
+    const facts: AuditFacts = { method: 'refresh', ...attemptFacts(context) };
+    await this.#audit.throttleChecked(() => this.#throttle.checkRefresh(context.address), facts);
+    let renewed: { result: T; admitted: Admitted };
+    try {
+      renewed = await renew();
+    } catch (error) {
+      if (isRefusal(error, 'invalid_refresh_token')) {
+        if (await this.#throttle.refreshFailed(context.address)) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+        this.#audit.record('failure', facts);
+      }
+      throw error;
+    }
+    this.#audit.record('success', successFacts(facts, renewed.admitted));
+    return renewed.result;
+  }
+}
+
+function attemptFacts(context: AttemptContext): Pick<AuditFacts, 'address' | 'requestId' | 'traceId'> {
+  return { address: context.address, requestId: context.requestId, traceId: context.traceId };
+}
+
+function successFacts(facts: AuditFacts, admitted: Admitted): AuditFacts {
+  return { ...facts, ...(admitted.method && { method: admitted.method }), username: admitted.username, sub: admitted.sub, sid: admitted.sid };
+}
+
+function isRefusal(error: unknown, code: 'invalid_user_credentials' | 'invalid_refresh_token'): boolean {
+  return isGatehouseError(error) && error.code === code;
+}

@@ -1,0 +1,173 @@
+// The one login guard (src/auth/login-guard.ts): what it counts for the
+// throttle and what it writes to the audit trail, on its own and through both
+// identity modes. A local gateway and one fronting a real OpenID Provider,
+// given the same guesses from the same address, refuse them alike and write
+// the same audit lines.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gatehouseError } from '../../src/core/errors.js';
+import { LoginAudit } from '../../src/auth/login-audit.js';
+import { LoginGuard, type LoginAttempt } from '../../src/auth/login-guard.js';
+import { LoginLimitsSchema } from '../../src/config/schema.js';
+import { LimiterFactory } from '../../src/limits/limiters.js';
+import { LoginThrottle } from '../../src/limits/login-throttle.js';
+import { Metrics } from '../../src/observability/metrics.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { expectDiagnoses, gatehouseErrorOf } from '../helpers/diagnoses.js';
+import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { logSink, type LogEntry, type LogSink } from '../helpers/log-sink.js';
+import { startOpenIdProvider, TEST_CLIENT, TEST_RESOURCE, type TestOpenIdProvider } from '../helpers/openid-provider.js';
+
+const ADMITTED = { username: 'alice', sub: 'sub-alice', sid: 'sid-1' };
+
+interface Guarded {
+  guard: LoginGuard;
+  logs: LogSink;
+  metrics: Metrics;
+  audit(): LogEntry[];
+}
+
+function guarded(limits: Record<string, unknown> = {}): Guarded {
+  const logs = logSink();
+  const metrics = new Metrics();
+  const store = new MemoryStore();
+  const throttle = new LoginThrottle(LoginLimitsSchema.parse({ freeFailures: 1, ...limits }), new LimiterFactory(store, 'guard-test:'));
+  const guard = new LoginGuard(throttle, new LoginAudit(logs.logger, metrics));
+  return { guard, logs, metrics, audit: () => logs.entries().filter((entry) => entry.event === 'audit') };
+}
+
+function attempt(address: string, password = 'wrong', knownUser = true): LoginAttempt {
+  return { username: 'alice', password, context: { address, requestId: `r-${Math.random()}` }, knownUser };
+}
+
+const refused = () => Promise.reject(gatehouseError('invalid_user_credentials'));
+const admitted = <C>(checked: C) => Promise.resolve({ result: checked, admitted: ADMITTED });
+
+async function counted(metrics: Metrics, outcome: string, method = 'password'): Promise<number> {
+  const values = (await metrics.loginEvents.get()).values;
+  return values.find((value) => value.labels.outcome === outcome && value.labels.method === method)?.value ?? 0;
+}
+
+describe('the login guard', () => {
+  it('counts a refused guess, audits it, and throttles the pair before the next check runs', async () => {
+    const { guard, audit, metrics } = guarded();
+    for (let i = 0; i < 2; i++) expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.1'), { check: refused, start: admitted }))).code).toBe('invalid_user_credentials');
+    let checked = false;
+    const throttled = await gatehouseErrorOf(guard.login(attempt('192.0.2.1', 'right'), { check: async () => (checked = true), start: admitted }));
+    expect(throttled.code).toBe('too_many_requests');
+    expect(checked).toBe(false);
+    expect(audit().map((line) => [line.outcome, line.lockout])).toEqual([
+      ['failure', undefined],
+      ['failure', undefined],
+      ['lockout', 'pair_wait'],
+      ['throttled', undefined],
+    ]);
+    expect(audit().every((line) => line.username === 'alice' && line.method === 'password' && line.address === '192.0.2.1')).toBe(true);
+    expect(await counted(metrics, 'failure')).toBe(2);
+    expect(await counted(metrics, 'throttled')).toBe(1);
+  });
+
+  it('does not count an outage as a guess: it passes through unaudited', async () => {
+    const { guard, audit } = guarded();
+    for (let i = 0; i < 3; i++) {
+      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.2'), { check: () => Promise.reject(gatehouseError('store_unavailable')), start: admitted }))).code).toBe('store_unavailable');
+    }
+    expect(await guard.login(attempt('192.0.2.2', 'right'), { check: async () => 'tokens', start: admitted })).toBe('tokens');
+    expect(audit().map((line) => line.outcome)).toEqual(['success']);
+  });
+
+  it('audits a refusal after the check (the credential went away meanwhile) without counting it for the throttle', async () => {
+    const { guard, audit } = guarded();
+    for (let i = 0; i < 3; i++) {
+      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: refused }))).code).toBe('invalid_user_credentials');
+    }
+    expect(await guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: async () => ({ result: 'tokens', admitted: ADMITTED }) })).toBe('tokens');
+    expect(audit().map((line) => line.outcome)).toEqual(['failure', 'failure', 'failure', 'success']);
+  });
+
+  it('writes who was admitted on the success line, the method as the mode saw it, and never an unknown username on a refusal', async () => {
+    const { guard, audit } = guarded();
+    await gatehouseErrorOf(guard.login(attempt('192.0.2.4', 'typed-as-username', false), { check: refused, start: admitted }));
+    await guard.login(attempt('192.0.2.4', 'right'), { check: async () => 'who', start: async () => ({ result: 'tokens', admitted: { ...ADMITTED, method: 'api_key' as const } }) });
+    const [failure, success] = audit();
+    expect(failure).not.toHaveProperty('username');
+    expect(success).toMatchObject({ outcome: 'success', method: 'api_key', username: 'alice', sub: 'sub-alice', sid: 'sid-1', msg: 'session started' });
+  });
+
+  it('counts refused refresh tokens against the address, blocks it, and throttles the next refresh', async () => {
+    const { guard, audit } = guarded({ failuresPerAddress: 2 });
+    const bad = () => Promise.reject(gatehouseError('invalid_refresh_token'));
+    const context = { address: '192.0.2.5', requestId: 'r' };
+    for (let i = 0; i < 2; i++) expect((await gatehouseErrorOf(guard.refresh(context, bad))).code).toBe('invalid_refresh_token');
+    expect((await gatehouseErrorOf(guard.refresh(context, async () => ({ result: 'tokens', admitted: ADMITTED })))).code).toBe('too_many_requests');
+    expect(audit().map((line) => [line.outcome, line.lockout, line.method])).toEqual([
+      ['failure', undefined, 'refresh'],
+      ['lockout', 'address_blocked', 'refresh'],
+      ['failure', undefined, 'refresh'],
+      ['throttled', undefined, 'refresh'],
+    ]);
+  });
+});
+
+describe('both identity modes through the guard', () => {
+  const LIMITS = { login: { freeFailures: 1 } };
+  const ADDRESS = '203.0.113.77';
+  let op: TestOpenIdProvider;
+  let local: TestGateway;
+  let fronting: TestGateway;
+
+  beforeAll(async () => {
+    op = await startOpenIdProvider({ alice: { password: 'alice-password' } });
+    local = await startTestGateway({ config: { server: { trustedProxies: ['127.0.0.1'] }, limits: LIMITS } });
+    fronting = await startTestGateway({
+      config: {
+        server: { trustedProxies: ['127.0.0.1'] },
+        limits: LIMITS,
+        identity: { provider: 'oidc', issuer: op.issuer, ...TEST_CLIENT, audience: TEST_RESOURCE, scopes: ['openid', 'offline_access', 'api'] },
+      },
+    });
+  });
+  afterAll(async () => {
+    await fronting?.close();
+    await local?.close();
+    await op?.close();
+  });
+
+  /** Three guesses at a name neither mode knows: refused, refused (the pair now waits), throttled. */
+  async function guess(gateway: TestGateway): Promise<{ answers: Array<{ status: number; retryAfter: string | null; body: string }>; audit: LogEntry[] }> {
+    const answers = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await postJson(`${gateway.url}/api/v1/auth/login`, { username: 'carol', password: `guess-${i}` }, { 'x-forwarded-for': ADDRESS });
+      answers.push({ status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() });
+    }
+    const audit = gateway.logs.entries().filter((line) => line.event === 'audit' && line.address === ADDRESS);
+    return { answers, audit };
+  }
+
+  /** An audit line without what differs from request to request. */
+  function shape(line: LogEntry): LogEntry {
+    const { time: _time, pid: _pid, hostname: _hostname, requestId, traceId, ...rest } = line;
+    expect(typeof requestId).toBe('string');
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    return rest;
+  }
+
+  it('refuses and throttles alike, with the same audit lines', async () => {
+    const REFUSAL = { level: 40, service: 'gatehouse', component: 'audit', event: 'audit' };
+    const inLocal = await guess(local);
+    const inFronting = await guess(fronting);
+
+    expect(inLocal.answers.map((answer) => answer.status)).toEqual([401, 401, 429]);
+    expect(inFronting.answers).toEqual(inLocal.answers);
+    const throttled = inLocal.answers[2]!;
+    expectDiagnoses(throttled.status, throttled.body, 429, /^429 \(Too Many Requests\) - slow_down: /);
+    expect(throttled.retryAfter).toBe('2');
+
+    expect(inLocal.audit.map(shape)).toEqual([
+      { ...REFUSAL, outcome: 'failure', method: 'password', address: ADDRESS, msg: 'login refused' },
+      { ...REFUSAL, outcome: 'failure', method: 'password', address: ADDRESS, msg: 'login refused' },
+      { ...REFUSAL, outcome: 'lockout', method: 'password', address: ADDRESS, lockout: 'pair_wait', msg: 'throttling started: too many failures' },
+      { ...REFUSAL, outcome: 'throttled', method: 'password', address: ADDRESS, msg: 'attempt throttled: too many failures' },
+    ]);
+    expect(inFronting.audit.map(shape)).toEqual(inLocal.audit.map(shape));
+  });
+});
