@@ -27,7 +27,7 @@ import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { adminListener, publicListener } from './server/listeners.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
-import type { PasswordVerifier } from './identity/local-provider.js';
+import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
@@ -116,7 +116,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
   const passwordHashing = new FairWorkQueue(config.limits.passwordHashing);
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
-  const storeKeys = store.redisClient ? new StoreApiKeys(store.redisClient, config.store.keyPrefix) : undefined;
+  const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
   const keys = await loadKeySet({
     file: config.tokens.keysFile,
@@ -126,7 +126,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     readOnly: options.readOnlyKeys ?? false,
     watch: true,
   });
-  const limiters = new LimiterFactory(store, config.store.keyPrefix);
+  const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
   const mode = await createIdentityMode({
     config,
@@ -192,11 +192,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   passwordHashing.on('refused', () => metrics.throttled.inc({ limit: 'password_hashing' }));
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
-  await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes });
+  await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clientAddress });
   // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
   if (mode.local) {
     await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
-    await app.register(tokenEndpoint, { auth: mode.local.service, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing });
+    await app.register(tokenEndpoint, { auth: mode.local.service, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing, clientAddress });
   }
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
   if (config.account.enabled && mode.local) {

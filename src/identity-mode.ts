@@ -11,7 +11,8 @@ import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { LoginAudit } from './auth/login-audit.js';
 import type { Config } from './config/schema.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
-import { LocalIdentityProvider, type PasswordCheckOptions } from './identity/local-provider.js';
+import { LocalIdentityProvider } from './identity/local-provider.js';
+import type { PasswordCheckOptions } from './identity/password-check-options.js';
 import type { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
 import type { Metrics } from './observability/metrics.js';
@@ -57,7 +58,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     const identity = new ProviderIdentity();
     const connection = new ProviderConnection({ settings, clockToleranceS: config.tokens.clockToleranceS, logger });
     connection.start();
-    const check = new ProviderTokenCheck({ connection, store, settings, keyPrefix: config.store.keyPrefix });
+    const check = new ProviderTokenCheck({ connection, store, settings });
     const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics });
     const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
     return {

@@ -16,7 +16,9 @@ import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.j
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
-import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
+import type { PasswordCheckOptions, PasswordVerifier } from './password-check-options.js';
+import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UsersFileData } from './users-file.js';
+import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
 
 export type LocalIdentityConfig = Extract<IdentityConfig, { provider: 'local' }>;
 
@@ -24,57 +26,12 @@ const WATCH_INTERVAL_MS = 500;
 /** Store-held key ids remembered as seen; one forgotten is only looked up again at its next token's first check. */
 const STORE_KEY_IDS_MAX = 100_000;
 
-interface IndexedUser {
-  username: string;
-  record: UserRecord;
-  /** `record.sessionsNotBefore` in epoch ms (0: none), read once per reload rather than per request. */
-  sessionsNotBeforeMs: number;
-}
-
-interface IndexedKey {
-  user: IndexedUser;
-  key: ApiKeyRecord;
-}
-
-/** Checks a password against its stored hash (scrypt unless a test holds it). */
-export type PasswordVerifier = (password: string, encoded: string) => Promise<boolean>;
-
-/**
- * Where password hashing waits for its turn, per client address (limits/'s
- * FairWorkQueue is the one the gateway uses): declared here so identity/ asks
- * only for what it needs of a room above it.
- */
-export interface HashingQueue {
-  run<T>(address: string, work: () => Promise<T>): Promise<T>;
-}
-
-export interface PasswordCheckOptions {
-  /** Where each login's scrypt waits for its turn; absent, every login hashes at once. */
-  hashing?: HashingQueue;
-  verifyPassword?: PasswordVerifier;
-  /**
-   * Keys users made for themselves, kept in the shared store (account/): a
-   * key id the users file does not list is looked up there. Their revocation
-   * ends their sessions through the store, so such a session's key is taken
-   * to be active by `isActive` (its user still must be).
-   */
-  storeKeys?: { find(keyId: string): Promise<(ApiKeyRecord & { sub: string }) | null> };
-  /** Told of every login with an API key (the account page shows when a key was last used). */
-  onApiKeyUsed?: (keyId: string) => void;
-}
-
 /** The queue key of a login that names no address (a caller outside HTTP). */
 const NO_ADDRESS = '';
 
 export interface LocalIdentityEvents {
   /** After each re-read of the users file: whether its users were taken (false: logged, the previous users stay). */
   reload: [applied: boolean];
-}
-
-interface Snapshot {
-  byName: ReadonlyMap<string, IndexedUser>;
-  byId: ReadonlyMap<string, IndexedUser>;
-  byKeyId: ReadonlyMap<string, IndexedKey>;
 }
 
 export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
@@ -304,28 +261,4 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       WATCH_INTERVAL_MS,
     );
   }
-}
-
-function buildSnapshot(data: UsersFileData): Snapshot {
-  const byName = new Map<string, IndexedUser>();
-  const byId = new Map<string, IndexedUser>();
-  const byKeyId = new Map<string, IndexedKey>();
-  for (const [username, record] of Object.entries(data.users)) {
-    const user: IndexedUser = { username, record, sessionsNotBeforeMs: record.sessionsNotBefore ? Date.parse(record.sessionsNotBefore) : 0 };
-    byName.set(username, user);
-    byId.set(record.id, user);
-    for (const key of record.apiKeys) byKeyId.set(key.id, { user, key });
-  }
-  return { byName, byId, byKeyId };
-}
-
-/** A user's roles and groups, narrowed by an API key's scope when the session was opened with one. */
-function grantsOf(roles: readonly string[], groups: readonly string[], scope: KeyScope | undefined): Grants {
-  return {
-    roles: scope?.roles === undefined ? roles : roles.filter((role) => scope.roles!.includes(role)),
-    groups,
-    scopes: scope?.scopes,
-    readOnly: scope?.readOnly ?? false,
-    ...(scope?.expiresAt !== undefined && { notAfterMs: Date.parse(scope.expiresAt) }),
-  };
 }

@@ -7,7 +7,7 @@ import { createGateway, type Gateway } from '../../src/app.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { Config } from '../../src/config/schema.js';
 import { generateApiKey } from '../../src/identity/api-keys.js';
-import type { PasswordVerifier } from '../../src/identity/local-provider.js';
+import type { PasswordVerifier } from '../../src/identity/password-check-options.js';
 import { hashPassword } from '../../src/identity/passwords.js';
 import { writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
 import type { Store } from '../../src/store/store.js';
