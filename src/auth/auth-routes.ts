@@ -1,5 +1,6 @@
 // Spec 4.1 and 4.2, plus logout: the gateway's JSON authentication endpoints.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientAddress } from '../http/client-address.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { traceOf } from '../observability/trace-context.js';
 import type { AttemptContext, Authentication } from './auth-service.js';
@@ -9,6 +10,8 @@ import type { TokenSet } from '../tokens/types.js';
 export interface AuthRoutesOptions {
   auth: Authentication;
   bodyLimitBytes: number;
+  /** Whose address attempts are throttled and audited under: the one reading route limits and logs use. */
+  clientAddress: ClientAddress;
 }
 
 const TOKEN_SET_RESPONSE = {
@@ -42,26 +45,26 @@ export function sendTokenSet(reply: FastifyReply, tokens: TokenSet): FastifyRepl
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokens);
 }
 
-/** The client address after trusted proxies (the listener's trustProxy is `server.trustedProxies`) and the request id. */
-export function attemptContext(request: FastifyRequest): AttemptContext {
-  return { address: request.ip, requestId: String(request.id), traceId: traceOf(request.raw).traceId };
+/** The client address after trusted proxies (`server.trustedProxies`, never Fastify's request.ip) and the request id. */
+export function attemptContext(request: FastifyRequest, clientAddress: ClientAddress): AttemptContext {
+  return { address: clientAddress.of(request.raw), requestId: String(request.id), traceId: traceOf(request.raw).traceId };
 }
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
-  const { auth, bodyLimitBytes } = options;
+  const { auth, bodyLimitBytes, clientAddress } = options;
   // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
   acceptJsonBodiesOnly(app);
 
   app.post<{ Body: { username: string; password: string } }>(
     '/api/v1/auth/login',
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, attemptContext(request))),
+    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, attemptContext(request, clientAddress))),
   );
 
   app.post<{ Body: { refresh_token: string } }>(
     '/api/v1/auth/refresh',
     { bodyLimit: bodyLimitBytes, schema: { body: REFRESH_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, attemptContext(request))),
+    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, attemptContext(request, clientAddress))),
   );
 
   // Ends the session of the bearer token (access or refresh): no body needed.

@@ -3,6 +3,7 @@
 // shares AuthService with the spec's JSON endpoints; only the wire format
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientAddress } from '../http/client-address.js';
 import { toGatehouseError } from '../http/error-response.js';
 import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
@@ -24,6 +25,8 @@ export interface TokenEndpointOptions {
    * too, so unauthenticated callers naming a client id must not hash outside it.
    */
   hashing?: FairWorkQueue;
+  /** Whose address attempts are throttled, audited and queued under: the one reading route limits and logs use. */
+  clientAddress: ClientAddress;
 }
 
 class OAuthError extends Error {
@@ -84,7 +87,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 }
 
 export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {
-  const { auth, bodyLimitBytes, clients, issuer } = options;
+  const { auth, bodyLimitBytes, clients, issuer, clientAddress } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: bodyLimitBytes }, (_request, body, done) => {
     try {
@@ -106,9 +109,9 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), attemptContext(request)));
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), attemptContext(request, clientAddress)));
       case 'refresh_token':
-        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), attemptContext(request)));
+        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), attemptContext(request, clientAddress)));
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'parameter grant_type is required');
@@ -122,7 +125,7 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
 /** RFC 7662 2.1 / RFC 7009 2.1: the caller is a configured client (401 invalid_client otherwise, RFC 6749 5.2). */
 async function requireClient(options: TokenEndpointOptions, request: FastifyRequest, params: Record<string, string>): Promise<void> {
   const check = () => isAuthenticClient(options.clients, presentedClient(request.headers.authorization, params));
-  if (!(await (options.hashing ? options.hashing.run(request.ip, check) : check()))) {
+  if (!(await (options.hashing ? options.hashing.run(options.clientAddress.of(request.raw), check) : check()))) {
     throw new OAuthError('invalid_client', 'client authentication failed', 401, { 'www-authenticate': 'Basic realm="gatehouse"' });
   }
 }

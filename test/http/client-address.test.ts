@@ -5,8 +5,12 @@
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { compileClientAddress, unmappedAddress, type ClientAddress } from '../../src/http/client-address.js';
+import { ADDRESS_FAILURES } from '../../src/limits/login-throttle.js';
+import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 let server: Server;
 let port: number;
@@ -101,3 +105,60 @@ describe('trusted proxies', () => {
   });
 });
 
+describe('one client, one key', () => {
+  let upstream: Upstream;
+  let gw: TestGateway;
+  let base: string;
+  /** Every key the memory limiters counted, with the limiter's key prefix. */
+  let counted: Array<{ prefix: string; key: string }>;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    gw = await startTestGateway({
+      config: {
+        // Dual-stack: an IPv4 client's socket address is `::ffff:127.0.0.1`.
+        server: { host: '::', trustedProxies: ['loopback'] },
+        routes: [{ name: 'public', prefix: '/public', upstreams: [upstream.url], auth: 'none', rateLimit: { points: 100, durationS: 60 } }],
+      },
+    });
+    base = `http://127.0.0.1:${new URL(gw.url).port}`;
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => {
+    const consume = RateLimiterMemory.prototype.consume;
+    vi.spyOn(RateLimiterMemory.prototype, 'consume').mockImplementation(function (this: RateLimiterMemory, key, ...rest) {
+      counted.push({ prefix: this.keyPrefix, key: String(key) });
+      return consume.call(this, key, ...rest);
+    });
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** The address a failed login counted against, and the one a public route's limit counted, for one client. */
+  async function keysOf(headers: Record<string, string>): Promise<{ login: string[]; route: string[] }> {
+    counted = [];
+    expect((await postJson(`${base}/api/v1/auth/login`, { username: 'alice', password: 'not-her-password' }, headers)).status).toBe(401);
+    expect((await fetch(`${base}/public/x`, { headers })).status).toBe(200);
+    return {
+      login: counted.filter((c) => c.prefix.endsWith(ADDRESS_FAILURES)).map((c) => c.key),
+      route: counted.filter((c) => c.prefix.endsWith('route:public')).map((c) => c.key),
+    };
+  }
+
+  it('login throttling and route limits count a direct client and a proxied one under the same address, as the logs name it', async () => {
+    // Straight from 127.0.0.1 (the socket says ::ffff:127.0.0.1).
+    expect(await keysOf({})).toEqual({ login: ['127.0.0.1'], route: ['address:127.0.0.1'] });
+    // Through the trusted proxy on loopback, which names the client in its mapped spelling.
+    expect(await keysOf({ 'x-forwarded-for': '::ffff:203.0.113.50' })).toEqual({ login: ['203.0.113.50'], route: ['address:203.0.113.50'] });
+
+    const lines = gw.logs.entries();
+    const audit = lines.filter((entry) => entry.event === 'audit').map((entry) => entry.address);
+    expect(audit).toEqual(['127.0.0.1', '203.0.113.50']);
+    const access = lines.filter((entry) => entry.msg === 'request' && typeof entry.url === 'string' && entry.url.startsWith('/public')).map((entry) => entry.address);
+    expect(access).toEqual(['127.0.0.1', '203.0.113.50']);
+  });
+});
