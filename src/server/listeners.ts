@@ -101,7 +101,7 @@ export function publicListener(
     },
     // One access-log line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    trustProxy: trustedProxies.length > 0 ? [...trustedProxies] : false,
+    // No trustProxy: the client's address is `clientAddress`'s reading (http/client-address.ts), never request.ip.
     bodyLimit: apiBodyLimitBytes,
     // A request that reached a connection still open while draining is
     // served (with `Connection: close`, below), not refused: it was sent
