@@ -5,7 +5,8 @@
 // each reads the file the previous one wrote.
 import { gatehouseError } from '../core/errors.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
-import { addApiKey, findApiKey, readUsersFile, revokeApiKey, UsersChangeError, writeUsersFile, type NewApiKey } from '../identity/users-file.js';
+import { readUsersFile, writeUsersFile } from '../identity/users-file.js';
+import { addApiKey, findApiKey, revokeApiKey, UsersChangeError, type NewApiKey } from '../identity/users-changes.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 
 export class FileApiKeys implements ApiKeyDirectory {

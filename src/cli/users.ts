@@ -3,17 +3,8 @@
 // through its file watch.
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../identity/passwords.js';
-import {
-  addUser,
-  assertCanAddUser,
-  changeRole,
-  getUser,
-  isApiKeyActive,
-  readUsersFile,
-  removeUser,
-  setDisabled,
-  writeUsersFile,
-} from '../identity/users-file.js';
+import { isApiKeyActive, readUsersFile, writeUsersFile } from '../identity/users-file.js';
+import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../identity/users-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { canPromptHidden, promptHidden, readAll, type CliIo } from './io.js';

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import * as apiKeys from '../../src/identity/api-keys.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import * as passwords from '../../src/identity/passwords.js';
-import { addApiKey, addUser, emptyUsersFile, revokeApiKey, setDisabled, writeUsersFile } from '../../src/identity/users-file.js';
+import { emptyUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
+import { addApiKey, addUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { logSink } from '../helpers/log-sink.js';
 
 vi.mock('../../src/identity/passwords.js', async (importOriginal) => {

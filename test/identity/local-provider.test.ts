@@ -7,19 +7,8 @@ import { runUsersCommand } from '../../src/cli/users.js';
 import { generateApiKey, type GeneratedApiKey } from '../../src/identity/api-keys.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword } from '../../src/identity/passwords.js';
-import {
-  UsersFileError,
-  addApiKey,
-  addUser,
-  emptyUsersFile,
-  readUsersFile,
-  removeUser,
-  revokeApiKey,
-  setDisabled,
-  writeUsersFile,
-  type ApiKeyRecord,
-  type UsersFileData,
-} from '../../src/identity/users-file.js';
+import { UsersFileError, emptyUsersFile, readUsersFile, writeUsersFile, type ApiKeyRecord, type UsersFileData } from '../../src/identity/users-file.js';
+import { addApiKey, addUser, removeUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { writeFileAtomic } from '../../src/files/atomic-write.js';
 import { nextEvent } from '../helpers/events.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';

@@ -4,19 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/identity/api-keys.js';
 import { hashPassword } from '../../src/identity/passwords.js';
-import {
-  UsersChangeError,
-  UsersFileError,
-  addApiKey,
-  addUser,
-  emptyUsersFile,
-  readUsersFile,
-  removeUser,
-  revokeApiKey,
-  setDisabled,
-  writeUsersFile,
-  type UsersFileData,
-} from '../../src/identity/users-file.js';
+import { UsersFileError, emptyUsersFile, readUsersFile, writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
+import { UsersChangeError, addApiKey, addUser, removeUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
 /** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
