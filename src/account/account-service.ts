@@ -143,9 +143,12 @@ export class AccountService {
   #requireRecentPassword(principal: Principal): void {
     const { recentLoginS } = this.#options.settings;
     const startedAt = principal.sessionStartedAtMs;
-    if (principal.method !== 'pwd') throw gatehouseError('reauthentication_required', { reason: 'a session opened with an API key cannot create keys: log in with your password' });
+    if (principal.method !== 'pwd')
+      throw gatehouseError('reauthentication_required', { reason: 'a session opened with an API key cannot create keys: log in with your password' });
     if (startedAt === undefined || this.#now() - startedAt > recentLoginS * 1000) {
-      throw gatehouseError('reauthentication_required', { reason: `creating a key needs a password login from the last ${recentLoginS} seconds: log in again` });
+      throw gatehouseError('reauthentication_required', {
+        reason: `creating a key needs a password login from the last ${recentLoginS} seconds: log in again`,
+      });
     }
   }
 

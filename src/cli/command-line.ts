@@ -94,7 +94,9 @@ const COMMANDS: Record<string, Command> = {
 /** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */
 function usersFileOf(identity: IdentityConfig, config: LoadConfigOptions): string {
   if (identity.provider === 'local') return identity.usersFile;
-  throw new ConfigError(configFilePath(config), ['identity.provider: users and API keys are managed at the OpenID Provider when it is oidc; this command needs local']);
+  throw new ConfigError(configFilePath(config), [
+    'identity.provider: users and API keys are managed at the OpenID Provider when it is oidc; this command needs local',
+  ]);
 }
 
 function usage(): string {

@@ -14,6 +14,7 @@ export interface CliIo extends OutputIo {
 
 /** Control characters in operator-given text (labels) would break the table or drive the terminal. */
 export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point here
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
 }
 

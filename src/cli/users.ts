@@ -22,8 +22,12 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
   at least ${MIN_PASSWORD_LENGTH} characters.`,
       run: add,
     },
-    disable: { synopsis: 'disable NAME', summary: 'refuse the user\'s logins and end their sessions for good', run: (rest, io) => changeStatus(rest, io, true) },
-    enable: { synopsis: 'enable NAME', summary: 'let a disabled user log in again (old sessions stay ended)', run: (rest, io) => changeStatus(rest, io, false) },
+    disable: { synopsis: 'disable NAME', summary: "refuse the user's logins and end their sessions for good", run: (rest, io) => changeStatus(rest, io, true) },
+    enable: {
+      synopsis: 'enable NAME',
+      summary: 'let a disabled user log in again (old sessions stay ended)',
+      run: (rest, io) => changeStatus(rest, io, false),
+    },
     remove: { synopsis: 'remove NAME', summary: 'remove the user and their API keys', run: remove },
     unlock: {
       synopsis: 'unlock NAME',

@@ -38,7 +38,13 @@ function compile(config: CorsConfig): CompiledCors {
         const lower = origin.toLowerCase();
         if (exact.has(lower)) return true;
         // `https://*.example.com`: one or more labels before the suffix, never the bare domain.
-        return suffixes.some(({ scheme, suffix }) => lower.startsWith(scheme) && lower.endsWith(suffix) && lower.length > scheme.length + suffix.length && !lower.slice(scheme.length, -suffix.length).includes('/'));
+        return suffixes.some(
+          ({ scheme, suffix }) =>
+            lower.startsWith(scheme) &&
+            lower.endsWith(suffix) &&
+            lower.length > scheme.length + suffix.length &&
+            !lower.slice(scheme.length, -suffix.length).includes('/'),
+        );
       },
       allowMethods: config.allowedMethods.join(', '),
       allowHeaders: new Set(config.allowedHeaders.map((name) => name.toLowerCase())),

@@ -44,7 +44,8 @@ const MAPPED_PREFIX_LENGTH = 7; // '::ffff:'
 
 /** `::ffff:` (any case) followed by a dotted IPv4 address; checked without allocating. */
 function isMapped(address: string): boolean {
-  if (address.length <= MAPPED_PREFIX_LENGTH || address.charCodeAt(0) !== 58 /* : */ || address.charCodeAt(1) !== 58 || address.charCodeAt(6) !== 58) return false;
+  if (address.length <= MAPPED_PREFIX_LENGTH || address.charCodeAt(0) !== 58 /* : */ || address.charCodeAt(1) !== 58 || address.charCodeAt(6) !== 58)
+    return false;
   for (let i = 2; i < 6; i++) if ((address.charCodeAt(i) | 0x20) !== 102 /* f */) return false;
   return address.indexOf('.', MAPPED_PREFIX_LENGTH) !== -1;
 }

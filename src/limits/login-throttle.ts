@@ -52,7 +52,12 @@ export class LoginThrottle {
     // Only ever set by block(): one point is never consumed.
     this.#pairWait = limiters.create({ name: PAIR_WAIT, points: 1, durationS: 1 });
     // The failure that reaches failuresPerAddress is the one beyond `points`: it starts the block.
-    this.#addressFailures = limiters.create({ name: ADDRESS_FAILURES, points: limits.failuresPerAddress - 1, durationS: window, blockDurationS: limits.addressBlockS });
+    this.#addressFailures = limiters.create({
+      name: ADDRESS_FAILURES,
+      points: limits.failuresPerAddress - 1,
+      durationS: window,
+      blockDurationS: limits.addressBlockS,
+    });
     this.#usernameFailures = limiters.create({ name: USERNAME_FAILURES, points: UNBOUNDED, durationS: window });
   }
 

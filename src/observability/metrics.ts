@@ -53,7 +53,9 @@ export class Metrics {
 
   readonly requestDuration = new Histogram({
     name: 'gatehouse_http_request_duration_seconds',
-    help: 'Requests answered by the public listener (proxied, the gateway\'s own endpoints, WebSocket handshakes), by route, method and status; _count counts them.',
+    help:
+      "Requests answered by the public listener (proxied, the gateway's own endpoints, WebSocket handshakes), " +
+      'by route, method and status; _count counts them.',
     labelNames: ['route', 'method', 'status'] as const,
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
@@ -97,7 +99,9 @@ export class Metrics {
 
   readonly throttled = new Counter({
     name: 'gatehouse_throttled_total',
-    help: 'Requests refused by a limit, by limit (login: login throttling, refresh: refresh throttling, route: a route rateLimit, password_hashing: the password-hashing queue full).',
+    help:
+      'Requests refused by a limit, by limit (login: login throttling, refresh: refresh throttling, route: a route rateLimit, ' +
+      'password_hashing: the password-hashing queue full).',
     labelNames: ['limit'] as const,
     registers: [this.registry],
   });

@@ -57,7 +57,8 @@ function maskPairs(text: string): string {
   let start = 0;
   for (let i = 0; i <= text.length; i++) {
     const c = text.charCodeAt(i); // NaN past the end: the last pair ends there
-    const separator = c === 0x26 || c === 0x3b || i === text.length ? 1 : c === 0x25 && text.charCodeAt(i + 1) === 0x33 && (text.charCodeAt(i + 2) | 0x20) === 0x62 ? 3 : 0;
+    const separator =
+      c === 0x26 || c === 0x3b || i === text.length ? 1 : c === 0x25 && text.charCodeAt(i + 1) === 0x33 && (text.charCodeAt(i + 2) | 0x20) === 0x62 ? 3 : 0;
     if (separator === 0) continue;
     const pair = text.slice(start, i);
     const masked = maskPair(pair);

@@ -121,11 +121,17 @@ export class UpstreamReconciler {
       }
       const status = text === undefined ? undefined : statusOf(text);
       if (status === undefined) {
-        this.#logger.warn({ ...where, statusCode: response.statusCode }, 'upstream status URL answered no {"status": "pending" | "completed" | "failed"}; the request stays pending');
+        this.#logger.warn(
+          { ...where, statusCode: response.statusCode },
+          'upstream status URL answered no {"status": "pending" | "completed" | "failed"}; the request stays pending',
+        );
       }
       return status;
     } catch (error) {
-      this.#logger.warn({ ...where, error: (error as Error).message, code: (error as NodeJS.ErrnoException).code }, 'upstream status URL unavailable; the request stays pending');
+      this.#logger.warn(
+        { ...where, error: (error as Error).message, code: (error as NodeJS.ErrnoException).code },
+        'upstream status URL unavailable; the request stays pending',
+      );
       return undefined;
     }
   }

@@ -16,7 +16,11 @@ import { parseStoreUrl, redactStoreUrl } from './store-url.js';
 const STARTUP_PROBE_TIMEOUT_MS = 3_000;
 
 /** `limits`: the sessions-per-user cap and the in-memory store's bounds; absent, their defaults. */
-export async function createStore(config: StoreConfig, logger: Logger, limits?: Pick<LimitsConfig, 'maxSessionsPerUser' | 'memoryMaxSessions' | 'memoryMaxRequests'>): Promise<Store> {
+export async function createStore(
+  config: StoreConfig,
+  logger: Logger,
+  limits?: Pick<LimitsConfig, 'maxSessionsPerUser' | 'memoryMaxSessions' | 'memoryMaxRequests'>,
+): Promise<Store> {
   const log = logger.child({ component: 'store' });
   if (!config.url) {
     log.warn(

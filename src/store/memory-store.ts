@@ -79,7 +79,10 @@ export class MemoryStore implements Store {
       const oldest = this.sessions.keys().next().value as string;
       this.endSession(oldest);
       this.evicted.sessions += 1;
-      this.logger.warn({ event: 'store_evicted', kind: 'session', max: this.maxSessions, evicted: this.evicted.sessions }, 'in-memory store full: the oldest session ended');
+      this.logger.warn(
+        { event: 'store_evicted', kind: 'session', max: this.maxSessions, evicted: this.evicted.sessions },
+        'in-memory store full: the oldest session ended',
+      );
     }
   }
 
@@ -140,7 +143,10 @@ export class MemoryStore implements Store {
     if (this.requests.size > this.maxRequests) {
       this.requests.delete(this.requests.keys().next().value as string);
       this.evicted.requests += 1;
-      this.logger.warn({ event: 'store_evicted', kind: 'request', max: this.maxRequests, evicted: this.evicted.requests }, 'in-memory store full: the oldest request record was dropped');
+      this.logger.warn(
+        { event: 'store_evicted', kind: 'request', max: this.maxRequests, evicted: this.evicted.requests },
+        'in-memory store full: the oldest request record was dropped',
+      );
     }
     return true;
   }

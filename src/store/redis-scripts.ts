@@ -150,7 +150,8 @@ export function defineStoreScripts(client: RedisClient): StoreScripts {
       const lifetimeMs = Math.max(0, expiresAt - createdAt);
       // PEXPIREAT takes whole milliseconds.
       const reply = await commands.gatehouseTrackUserSession(key, sid, String(createdAt), String(Math.ceil(expiresAt)), String(lifetimeMs), max);
-      if (!Array.isArray(reply) || !reply.every((sid) => typeof sid === 'string')) throw new Error(`unexpected reply from the session tracking script: ${String(reply)}`);
+      if (!Array.isArray(reply) || !reply.every((sid) => typeof sid === 'string'))
+        throw new Error(`unexpected reply from the session tracking script: ${String(reply)}`);
       return reply as string[];
     },
     async createRequest(key, retentionMs, fields) {

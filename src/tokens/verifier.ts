@@ -173,7 +173,12 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
   }
   if (!(accept as readonly string[]).includes(typ)) throw new TokenError('wrong token type');
   const { roles, groups, scope, ro } = payload;
-  if ((roles !== undefined && !isNameList(roles)) || (groups !== undefined && !isNameList(groups)) || (scope !== undefined && typeof scope !== 'string') || (ro !== undefined && ro !== true)) {
+  if (
+    (roles !== undefined && !isNameList(roles)) ||
+    (groups !== undefined && !isNameList(groups)) ||
+    (scope !== undefined && typeof scope !== 'string') ||
+    (ro !== undefined && ro !== true)
+  ) {
     throw new TokenError('malformed token');
   }
   return {
