@@ -50,7 +50,8 @@ async function counted(metrics: Metrics, outcome: string, method = 'password'): 
 describe('the login guard', () => {
   it('counts a refused guess, audits it, and throttles the pair before the next check runs', async () => {
     const { guard, audit, metrics } = guarded();
-    for (let i = 0; i < 2; i++) expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.1'), { check: refused, start: admitted }))).code).toBe('invalid_user_credentials');
+    for (let i = 0; i < 2; i++)
+      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.1'), { check: refused, start: admitted }))).code).toBe('invalid_user_credentials');
     let checked = false;
     const throttled = await gatehouseErrorOf(guard.login(attempt('192.0.2.1', 'right'), { check: async () => (checked = true), start: admitted }));
     expect(throttled.code).toBe('too_many_requests');
@@ -69,7 +70,9 @@ describe('the login guard', () => {
   it('does not count an outage as a guess: it passes through unaudited', async () => {
     const { guard, audit } = guarded();
     for (let i = 0; i < 3; i++) {
-      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.2'), { check: () => Promise.reject(gatehouseError('store_unavailable')), start: admitted }))).code).toBe('store_unavailable');
+      expect(
+        (await gatehouseErrorOf(guard.login(attempt('192.0.2.2'), { check: () => Promise.reject(gatehouseError('store_unavailable')), start: admitted }))).code,
+      ).toBe('store_unavailable');
     }
     expect(await guard.login(attempt('192.0.2.2', 'right'), { check: async () => 'tokens', start: admitted })).toBe('tokens');
     expect(audit().map((line) => line.outcome)).toEqual(['success']);
@@ -78,16 +81,23 @@ describe('the login guard', () => {
   it('audits a refusal after the check (the credential went away meanwhile) without counting it for the throttle', async () => {
     const { guard, audit } = guarded();
     for (let i = 0; i < 3; i++) {
-      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: refused }))).code).toBe('invalid_user_credentials');
+      expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: refused }))).code).toBe(
+        'invalid_user_credentials',
+      );
     }
-    expect(await guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: async () => ({ result: 'tokens', admitted: ADMITTED }) })).toBe('tokens');
+    expect(await guard.login(attempt('192.0.2.3', 'right'), { check: async () => 'who', start: async () => ({ result: 'tokens', admitted: ADMITTED }) })).toBe(
+      'tokens',
+    );
     expect(audit().map((line) => line.outcome)).toEqual(['failure', 'failure', 'failure', 'success']);
   });
 
   it('writes who was admitted on the success line, the method as the mode saw it, and never an unknown username on a refusal', async () => {
     const { guard, audit } = guarded();
     await gatehouseErrorOf(guard.login(attempt('192.0.2.4', 'typed-as-username', false), { check: refused, start: admitted }));
-    await guard.login(attempt('192.0.2.4', 'right'), { check: async () => 'who', start: async () => ({ result: 'tokens', admitted: { ...ADMITTED, method: 'api_key' as const } }) });
+    await guard.login(attempt('192.0.2.4', 'right'), {
+      check: async () => 'who',
+      start: async () => ({ result: 'tokens', admitted: { ...ADMITTED, method: 'api_key' as const } }),
+    });
     const [failure, success] = audit();
     expect(failure).not.toHaveProperty('username');
     expect(success).toMatchObject({ outcome: 'success', method: 'api_key', username: 'alice', sub: 'sub-alice', sid: 'sid-1', msg: 'session started' });

@@ -170,7 +170,9 @@ describe('keys held in the store', () => {
 
   it('logs in with a key the users file does not list, and its session stays active', async () => {
     const { keys, key, keyId } = storeWith(fx.data.users.bob!.id);
-    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, { storeKeys: { find: async (id) => keys.get(id) ?? null } });
+    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, {
+      storeKeys: { find: async (id) => keys.get(id) ?? null },
+    });
     providers.push(provider);
     const identity = await provider.authenticate('bob', key);
     expect(identity).toMatchObject({ username: 'bob', method: 'api_key', apiKeyId: keyId });
@@ -181,7 +183,9 @@ describe('keys held in the store', () => {
 
   it('says a key revoked while its login was under way no longer holds, so the session just made is ended', async () => {
     const { keys, key } = storeWith(fx.data.users.bob!.id);
-    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, { storeKeys: { find: async (id) => keys.get(id) ?? null } });
+    const provider = await LocalIdentityProvider.open({ provider: 'local', usersFile, watch: false }, logs.logger, {
+      storeKeys: { find: async (id) => keys.get(id) ?? null },
+    });
     providers.push(provider);
     const identity = await provider.authenticate('bob', key);
     keys.clear();
