@@ -4,14 +4,15 @@
 // memory only; this module only hands out the files.
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
+import { ACCOUNT_PAGE_PATH, ACCOUNT_PAGE_SCRIPT_PATH, ACCOUNT_PAGE_SLASH_PATH, ACCOUNT_PAGE_STYLES_PATH } from '../http/gateway-paths.js';
 
 /** `public/account/` of the package: two levels up from both src/account/ and dist/account/. */
 const PAGE_DIR = new URL('../../public/account/', import.meta.url);
 
 const FILES = [
-  { path: '/account', file: 'index.html', type: 'text/html; charset=utf-8' },
-  { path: '/account/account.css', file: 'account.css', type: 'text/css; charset=utf-8' },
-  { path: '/account/account.js', file: 'account.js', type: 'text/javascript; charset=utf-8' },
+  { path: ACCOUNT_PAGE_PATH, file: 'index.html', type: 'text/html; charset=utf-8' },
+  { path: ACCOUNT_PAGE_STYLES_PATH, file: 'account.css', type: 'text/css; charset=utf-8' },
+  { path: ACCOUNT_PAGE_SCRIPT_PATH, file: 'account.js', type: 'text/javascript; charset=utf-8' },
 ] as const;
 
 export const ACCOUNT_PAGE_CSP = [
@@ -39,5 +40,5 @@ export async function accountPage(app: FastifyInstance): Promise<void> {
   for (const { path, type, body } of contents) {
     app.get(path, async (_request, reply) => reply.headers(SECURITY_HEADERS).type(type).send(body));
   }
-  app.get('/account/', async (_request, reply) => reply.redirect('/account', 301));
+  app.get(ACCOUNT_PAGE_SLASH_PATH, async (_request, reply) => reply.redirect(ACCOUNT_PAGE_PATH, 301));
 }

@@ -7,6 +7,7 @@ import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { KEY_ID_PATTERN } from '../identity/api-keys.js';
 import { ROLE_NAME_PATTERN } from '../core/role-name.js';
+import { ACCOUNT_API_KEY_PATH, ACCOUNT_API_KEYS_PATH, ACCOUNT_PATH, ACCOUNT_SESSION_PATH, ACCOUNT_SESSIONS_PATH } from '../http/gateway-paths.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { gatehouseError } from '../core/errors.js';
 import type { AccountService, NewKeyRequest } from './account-service.js';
@@ -50,16 +51,16 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
 
   const caller = async (request: FastifyRequest): Promise<Principal> => bearer.authenticate(bearer.presented(request.headers));
 
-  app.get('/api/v1/account', async (request, reply) => reply.headers(NO_STORE).send(await account.account(await caller(request))));
+  app.get(ACCOUNT_PATH, async (request, reply) => reply.headers(NO_STORE).send(await account.account(await caller(request))));
 
-  app.get('/api/v1/account/api-keys', async (request, reply) => reply.headers(NO_STORE).send({ apiKeys: await account.listKeys(await caller(request)) }));
+  app.get(ACCOUNT_API_KEYS_PATH, async (request, reply) => reply.headers(NO_STORE).send({ apiKeys: await account.listKeys(await caller(request)) }));
 
-  app.post<{ Body: NewKeyRequest }>('/api/v1/account/api-keys', { bodyLimit: bodyLimitBytes, schema: { body: newKeyBody } }, async (request, reply) => {
+  app.post<{ Body: NewKeyRequest }>(ACCOUNT_API_KEYS_PATH, { bodyLimit: bodyLimitBytes, schema: { body: newKeyBody } }, async (request, reply) => {
     const principal = await caller(request);
     return reply.code(201).headers(NO_STORE).send(await account.createKey(principal, request.body));
   });
 
-  app.delete<{ Params: { id: string } }>('/api/v1/account/api-keys/:id', async (request, reply) => {
+  app.delete<{ Params: { id: string } }>(ACCOUNT_API_KEY_PATH, async (request, reply) => {
     const principal = await caller(request);
     // A malformed id names no key: the same 404 as an unknown or foreign one.
     if (!KEY_ID_PATTERN.test(request.params.id)) throw gatehouseError('api_key_not_found');
@@ -67,14 +68,14 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     return reply.code(204).send();
   });
 
-  app.get('/api/v1/account/sessions', async (request, reply) => reply.headers(NO_STORE).send({ sessions: await account.sessions(await caller(request)) }));
+  app.get(ACCOUNT_SESSIONS_PATH, async (request, reply) => reply.headers(NO_STORE).send({ sessions: await account.sessions(await caller(request)) }));
 
-  app.delete('/api/v1/account/sessions', async (request, reply) => {
+  app.delete(ACCOUNT_SESSIONS_PATH, async (request, reply) => {
     await account.endAllSessions(await caller(request));
     return reply.code(204).send();
   });
 
-  app.delete<{ Params: { id: string } }>('/api/v1/account/sessions/:id', async (request, reply) => {
+  app.delete<{ Params: { id: string } }>(ACCOUNT_SESSION_PATH, async (request, reply) => {
     const principal = await caller(request);
     if (request.params.id.length > 64) throw gatehouseError('session_not_found');
     await account.endSession(principal, request.params.id);

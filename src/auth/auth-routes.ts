@@ -1,6 +1,7 @@
 // Spec 4.1 and 4.2, plus logout: the gateway's JSON authentication endpoints.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientAddress } from '../http/client-address.js';
+import { LOGIN_PATH, LOGOUT_PATH, REFRESH_PATH } from '../http/gateway-paths.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { traceOf } from '../observability/trace-context.js';
 import type { AttemptContext, Authentication } from './auth-service.js';
@@ -56,19 +57,19 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
   acceptJsonBodiesOnly(app);
 
   app.post<{ Body: { username: string; password: string } }>(
-    '/api/v1/auth/login',
+    LOGIN_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
     async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, attemptContext(request, clientAddress))),
   );
 
   app.post<{ Body: { refresh_token: string } }>(
-    '/api/v1/auth/refresh',
+    REFRESH_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: REFRESH_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
     async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, attemptContext(request, clientAddress))),
   );
 
   // Ends the session of the bearer token (access or refresh): no body needed.
-  app.post('/api/v1/auth/logout', { bodyLimit: bodyLimitBytes }, async (request, reply) => {
+  app.post(LOGOUT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
     const token = bearerToken(request.headers);
     await auth.logout(await auth.authenticateBearer(token), token);
     return reply.code(204).send();

@@ -5,9 +5,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientAddress } from '../http/client-address.js';
 import { toGatehouseError } from '../http/error-response.js';
+import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../tokens/well-known-routes.js';
 import type { AuthService } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';

@@ -1,9 +1,97 @@
-// The paths the gateway answers itself (Fastify routes); everything else is
-// the proxy's. A route may not claim them: they would be shadowed silently.
-export const GATEWAY_PATH_PREFIXES = ['/api/v1/auth/', '/oauth/', '/.well-known/', '/api/v1/requests/', '/v1/requests/'] as const;
+// The paths the gateway answers itself, the one list of them: the route
+// modules register with these constants. On the public listener they are
+// Fastify routes and everything else is the proxy's: the listener sends what
+// lies under GATEWAY_PATH_PREFIXES and GATEWAY_PATH_ROOTS to Fastify, and a
+// proxy route may not claim them (they would be shadowed silently).
+// test/http/gateway-paths.test.ts holds the routes a running gateway
+// registers, and the HTTP API reference, to this list.
+
+/** Spec 4.1 and 4.2, plus logout (auth/auth-routes.ts). */
+export const LOGIN_PATH = '/api/v1/auth/login';
+export const REFRESH_PATH = '/api/v1/auth/refresh';
+export const LOGOUT_PATH = '/api/v1/auth/logout';
+
+/** The standard OAuth 2.0 endpoints, local mode only (auth/token-endpoint.ts). */
+export const TOKEN_ENDPOINT_PATH = '/oauth/token';
+export const INTROSPECTION_ENDPOINT_PATH = '/oauth/introspect';
+export const REVOCATION_ENDPOINT_PATH = '/oauth/revoke';
+
+/** Discovery and the public keys, local mode only (tokens/well-known-routes.ts). */
+export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+/** The account API (account/account-routes.ts); `:id` is Fastify's parameter. */
+export const ACCOUNT_PATH = '/api/v1/account';
+export const ACCOUNT_API_KEYS_PATH = '/api/v1/account/api-keys';
+export const ACCOUNT_API_KEY_PATH = '/api/v1/account/api-keys/:id';
+export const ACCOUNT_SESSIONS_PATH = '/api/v1/account/sessions';
+export const ACCOUNT_SESSION_PATH = '/api/v1/account/sessions/:id';
+
+/** The account page and its two files (account/account-page.ts); `/account/` redirects to the page. */
+export const ACCOUNT_PAGE_PATH = '/account';
+export const ACCOUNT_PAGE_SLASH_PATH = '/account/';
+export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
+export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
+
+/** Spec 4.3: where the status of an asynchronous request is polled; the spec shows both forms. */
+export const REQUEST_STATUS_PREFIX = '/api/v1/requests/';
+export const SHORT_REQUEST_STATUS_PREFIX = '/v1/requests/';
+/**
+ * The status routes take everything below the prefixes and parse `<id>/status`
+ * themselves (requests/status-routes.ts), so every malformed id gets the same 404.
+ */
+export const REQUEST_STATUS_PATH = `${REQUEST_STATUS_PREFIX}*`;
+export const SHORT_REQUEST_STATUS_PATH = `${SHORT_REQUEST_STATUS_PREFIX}*`;
+
+/** Where a client polls request `id` (the prefixed form of the spec's full example): the Location of a captured 202. */
+export function requestStatusPath(id: string): string {
+  return `${REQUEST_STATUS_PREFIX}${id}/status`;
+}
+
+/** Every route the gateway registers on the public listener, as registered (any method). */
+export const GATEWAY_PATHS: readonly string[] = [
+  LOGIN_PATH,
+  REFRESH_PATH,
+  LOGOUT_PATH,
+  TOKEN_ENDPOINT_PATH,
+  INTROSPECTION_ENDPOINT_PATH,
+  REVOCATION_ENDPOINT_PATH,
+  OPENID_CONFIGURATION_PATH,
+  JWKS_PATH,
+  ACCOUNT_PATH,
+  ACCOUNT_API_KEYS_PATH,
+  ACCOUNT_API_KEY_PATH,
+  ACCOUNT_SESSIONS_PATH,
+  ACCOUNT_SESSION_PATH,
+  ACCOUNT_PAGE_PATH,
+  ACCOUNT_PAGE_SLASH_PATH,
+  ACCOUNT_PAGE_STYLES_PATH,
+  ACCOUNT_PAGE_SCRIPT_PATH,
+  REQUEST_STATUS_PATH,
+  SHORT_REQUEST_STATUS_PATH,
+];
+
+/**
+ * The admin listener's paths (server/health.ts, server/metrics-route.ts,
+ * requests/internal-routes.ts): another port, never the public one, so they
+ * are no gateway paths there (a route may proxy `/metrics`).
+ */
+export const LIVENESS_PATH = '/healthz';
+export const READINESS_PATH = '/readyz';
+export const METRICS_PATH = '/metrics';
+export const INTERNAL_STATUS_PATH = '/internal/v1/requests/:id/status';
+
+export const ADMIN_PATHS: readonly string[] = [LIVENESS_PATH, READINESS_PATH, METRICS_PATH, INTERNAL_STATUS_PATH];
+
+/**
+ * The spaces the gateway keeps for itself: every path below these prefixes is
+ * Fastify's (an unknown one is its 404, never proxied), whether or not the
+ * mode registers a route there (`/oauth/` when fronting a provider).
+ */
+export const GATEWAY_PATH_PREFIXES = ['/api/v1/auth/', '/oauth/', '/.well-known/', REQUEST_STATUS_PREFIX, SHORT_REQUEST_STATUS_PREFIX] as const;
 
 /** Paths the gateway owns themselves and below (`/account`, `/account/…`), but not `/accounts`. */
-export const GATEWAY_PATH_ROOTS = ['/api/v1/account', '/account'] as const;
+export const GATEWAY_PATH_ROOTS = [ACCOUNT_PATH, ACCOUNT_PAGE_PATH] as const;
 
 export function isGatewayPath(path: string): boolean {
   // A handful of prefix checks: cheaper than any lookup structure at this size.

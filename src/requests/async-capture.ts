@@ -11,6 +11,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
+import { requestStatusPath } from '../http/gateway-paths.js';
 import type { CaptureOutcome, Metrics } from '../observability/metrics.js';
 import type { UpstreamResponse } from '../proxy/engine.js';
 import type { AcceptedAnswer, AcceptedExchange } from '../proxy/plug-ins.js';
@@ -24,11 +25,6 @@ export interface AsyncCaptureOptions {
   logger: Logger;
   /** `requests.retryAfterS`: the Retry-After added to a 202 that has none. */
   retryAfterS: number;
-}
-
-/** Where a client polls a request (spec 4.3, the prefixed form of the full example). */
-export function statusPath(id: string): string {
-  return `/api/v1/requests/${id}/status`;
 }
 
 type Unrecorded = Extract<CaptureOutcome, 'not_json' | 'too_large' | 'no_request_id' | 'no_subject'>;
@@ -139,7 +135,7 @@ export class AsyncCapture implements AcceptedAnswer {
           // The asynchronous request-reply pattern: where to poll, and when.
           // Only for a record that exists: a Location must not lead to a 404.
           if (config.addHeaders) {
-            headers.location ??= statusPath(id);
+            headers.location ??= requestStatusPath(id);
             headers['retry-after'] ??= String(this.#options.retryAfterS);
           }
         } else {

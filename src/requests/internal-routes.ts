@@ -11,6 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { gatehouseError } from '../core/errors.js';
+import { INTERNAL_STATUS_PATH } from '../http/gateway-paths.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import type { TerminalStatus } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
@@ -23,8 +24,6 @@ export interface InternalRoutesOptions {
   bodyLimitBytes: number;
   logger: Logger;
 }
-
-export const INTERNAL_STATUS_PATH = '/internal/v1/requests/:id/status';
 
 const SERVICE_CHALLENGE = 'Bearer realm="gatehouse-internal"';
 const BEARER = /^Bearer +(\S{1,4096}) *$/i;

@@ -15,6 +15,7 @@ import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerToken } from '../auth/bearer.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
+import { REQUEST_STATUS_PATH, SHORT_REQUEST_STATUS_PATH } from '../http/gateway-paths.js';
 import type { RequestStatus } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
 import type { RequestTracker } from './request-tracker.js';
@@ -31,9 +32,6 @@ export interface StatusRoutesOptions {
   /** A POST body is read (and discarded) up to this size. */
   bodyLimitBytes: number;
 }
-
-/** The shapes the spec shows; anything below them is parsed here, so every malformed id gets the same 404. */
-export const STATUS_PATH_PREFIXES = ['/api/v1/requests/', '/v1/requests/'] as const;
 
 const STATUS_BODY = {
   type: 'object',
@@ -102,10 +100,11 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
     }
   }
 
-  for (const prefix of STATUS_PATH_PREFIXES) {
+  // Everything below the spec's two prefixes is parsed here, so every malformed id gets the same 404.
+  for (const url of [REQUEST_STATUS_PATH, SHORT_REQUEST_STATUS_PATH]) {
     app.route({
       method: ['GET', 'POST'],
-      url: `${prefix}*`,
+      url,
       bodyLimit: bodyLimitBytes,
       schema: { response: { 200: STATUS_BODY } },
       handler: status,

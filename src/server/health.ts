@@ -3,6 +3,7 @@
 // is not stopping and, fronting an OpenID Provider, the provider's keys.
 import type { FastifyInstance } from 'fastify';
 import type { Drain } from '../http/drain.js';
+import { LIVENESS_PATH, READINESS_PATH } from '../http/gateway-paths.js';
 import { sendError } from '../http/error-handler.js';
 import { gatehouseError } from '../core/errors.js';
 import type { Store } from '../store/store.js';
@@ -16,8 +17,8 @@ export interface HealthOptions {
 }
 
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (request, reply) => {
+  app.get(LIVENESS_PATH, async () => ({ status: 'ok' }));
+  app.get(READINESS_PATH, async (request, reply) => {
     if (options.drain.active) return sendError(reply, gatehouseError('shutting_down'));
     try {
       await options.store.ping();

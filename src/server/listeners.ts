@@ -110,6 +110,8 @@ export function publicListener(
     // Never coerce types: a numeric password must be refused, not turned into a string.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
+  // A route outside the gateway's paths would never be reached: its requests go to the proxy.
+  recordRoutes(app, (url) => isGatewayPath(url));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     bytesWrittenBefore.set(request.raw, request.raw.socket?.bytesWritten ?? 0);
@@ -126,7 +128,7 @@ export function publicListener(
       trace: traceOf(raw),
       clientAddress: telemetry.detailed ? clientAddress.of(raw) : undefined,
       method: request.method,
-      // The route's pattern (`/api/v1/requests/:id/status`): bounded, never the raw path.
+      // The route's pattern (`/api/v1/account/sessions/:id`, `/api/v1/requests/*`): bounded, never the raw path.
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(request.url) : '',
       status: reply.statusCode,
@@ -156,5 +158,29 @@ export function adminListener(config: Config, logger: Logger): FastifyInstance {
   });
   // Its own cap, far below the public one's: a flood of the public listener never reaches it.
   limitConnections(app.server, { maxConnections: config.admin.maxConnections }, adminLogger);
+  recordRoutes(app);
   return app;
+}
+
+/** A route as a listener registered it: what the gateway answers itself (held to http/gateway-paths.ts by its test). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+const registered = new WeakMap<FastifyInstance, RegisteredRoute[]>();
+
+/** Every route registered on a listener made here, HEAD routes included. */
+export function registeredRoutes(app: FastifyInstance): readonly RegisteredRoute[] {
+  return registered.get(app) ?? [];
+}
+
+/** Keeps a listener's routes as they are registered; one that `accept` refuses fails the registration (and so the start). */
+function recordRoutes(app: FastifyInstance, accept: (url: string) => boolean = () => true): void {
+  const routes: RegisteredRoute[] = [];
+  registered.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    if (!accept(route.url)) throw new Error(`route ${route.url} is not one of the gateway's paths (http/gateway-paths.ts): the listener would hand its requests to the proxy`);
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+  });
 }

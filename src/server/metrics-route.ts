@@ -3,6 +3,7 @@
 // cluster-metrics.ts). Admin only: counters say how traffic flows, which is
 // nobody's business on the public side.
 import type { FastifyInstance } from 'fastify';
+import { METRICS_PATH } from '../http/gateway-paths.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export interface MetricsRouteOptions {
@@ -14,5 +15,5 @@ export interface MetricsRouteOptions {
 export async function metricsRoute(app: FastifyInstance, options: MetricsRouteOptions): Promise<void> {
   const { registry } = options.metrics;
   const scrape = options.scrape ?? (() => registry.metrics());
-  app.get('/metrics', async (_request, reply) => reply.type(registry.contentType).send(await scrape()));
+  app.get(METRICS_PATH, async (_request, reply) => reply.type(registry.contentType).send(await scrape()));
 }

@@ -5,6 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import fp from 'fastify-plugin';
 import type { JWK } from 'jose';
 import type { TokensConfig } from '../config/schema.js';
+import { INTROSPECTION_ENDPOINT_PATH, JWKS_PATH, OPENID_CONFIGURATION_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import { canonicalIssuer } from './issuer.js';
 import type { KeySet } from './keyset.js';
 
@@ -13,11 +14,6 @@ export interface WellKnownRoutesOptions {
   tokens: TokensConfig;
 }
 
-export const JWKS_PATH = '/.well-known/jwks.json';
-export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
-export const TOKEN_ENDPOINT_PATH = '/oauth/token';
-export const INTROSPECTION_ENDPOINT_PATH = '/oauth/introspect';
-export const REVOCATION_ENDPOINT_PATH = '/oauth/revoke';
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
 
 /** Keys change only on rotation, and a verifier that misses a new key refetches on its unknown `kid`. */
