@@ -67,7 +67,7 @@ export function publicListener(
   clientAddress: ClientAddress,
   cors?: CorsPolicy,
 ): FastifyInstance {
-  const { trustedProxies, apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
+  const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     serverFactory: (fastify: RequestListener) => {
@@ -86,7 +86,7 @@ export function publicListener(
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
       limitConnections(
         server,
-        { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, trustedProxies },
+        { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, clientAddress },
         logger.child({ listener: 'public' }),
       );
       return server;

@@ -4,21 +4,26 @@
 // `::ffff:127.0.0.1`, as a gateway listening on `::` does.
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { compileClientAddress, unmappedAddress, type ClientAddress } from '../../src/http/client-address.js';
+import { limitConnections } from '../../src/limits/connection-limits.js';
 import { ADDRESS_FAILURES } from '../../src/limits/login-throttle.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { logSink } from '../helpers/log-sink.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 let server: Server;
 let port: number;
 /** Each request's readings, by the reader under test. */
 let readers: ClientAddress[] = [];
+/** Also runs on each request, when set. */
+let onRequest: ((req: IncomingMessage) => void) | undefined;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
+    onRequest?.(req);
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ raw: req.socket.remoteAddress, read: readers.map((reader) => reading(reader, req)) }));
   });
@@ -102,6 +107,39 @@ describe('trusted proxies', () => {
   it('refuses a trusted proxy entry it cannot read', () => {
     expect(() => compileClientAddress(['10.0.0.0/33'])).toThrow(/invalid range/);
     expect(() => compileClientAddress(['proxy.internal'])).toThrow(/invalid IP address/);
+  });
+});
+
+describe('connection caps', () => {
+  /** A dual-stack server capped at one connection per address; whether a second connection from 127.0.0.1 stays open. */
+  async function secondConnectionKept(clientAddress: ClientAddress | undefined): Promise<{ kept: boolean; refusedAddress: unknown }> {
+    const capped = createServer();
+    const logs = logSink('info');
+    limitConnections(capped, { maxConnections: 100, maxConnectionsPerAddress: 1, ...(clientAddress && { clientAddress }) }, logs.logger);
+    capped.listen(0, '::');
+    await once(capped, 'listening');
+    const open = async () => {
+      const socket = connect({ host: '127.0.0.1', port: (capped.address() as AddressInfo).port });
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      return socket;
+    };
+    const first = await open();
+    const second = await open();
+    // A refused socket is destroyed on accept; a kept one stays open until this wait ends.
+    const kept = await Promise.race([once(second, 'close').then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 200))]);
+    first.destroy();
+    second.destroy();
+    capped.closeAllConnections();
+    capped.close();
+    const refusal = logs.entries().find((entry) => entry.event === 'connection_refused');
+    return { kept, refusedAddress: refusal?.address };
+  }
+
+  it('count a dual-stack peer under its unmapped address, and exempt it when it is a trusted proxy', async () => {
+    expect(await secondConnectionKept(undefined)).toEqual({ kept: false, refusedAddress: '127.0.0.1' });
+    expect(await secondConnectionKept(compileClientAddress(['10.0.0.0/8']))).toEqual({ kept: false, refusedAddress: '127.0.0.1' });
+    expect(await secondConnectionKept(compileClientAddress(['127.0.0.1']))).toEqual({ kept: true, refusedAddress: undefined });
   });
 });
 
