@@ -8,6 +8,7 @@
 // lost. When it is back, the `resumed` listeners are told, so that whatever
 // was cached on the strength of the feed can be dropped.
 import type { Logger } from 'pino';
+import type { Keyspace } from './keyspace.js';
 import { Listeners } from './listeners.js';
 import type { RedisClient } from './redis-client.js';
 import { describeError } from './redis-connection.js';
@@ -34,11 +35,11 @@ export class AnnouncementFeed {
   #closed = false;
 
   /** Listens on `subscriber`, which must be a connection of its own; its owner closes it. */
-  constructor(subscriber: RedisClient, options: { keyPrefix: string; logger: Logger }) {
+  constructor(subscriber: RedisClient, options: { keys: Keyspace; logger: Logger }) {
     this.#subscriber = subscriber;
     this.#logger = options.logger;
-    this.revocationChannel = `${options.keyPrefix}revocations`;
-    this.statusChannel = `${options.keyPrefix}request-status`;
+    this.revocationChannel = options.keys.revocationChannel;
+    this.statusChannel = options.keys.requestStatusChannel;
     this.revocations = new Listeners<string>('session revocation', this.#logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.#logger);
     this.resumed = new Listeners<void>('revocation feed', this.#logger);

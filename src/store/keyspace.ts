@@ -1,0 +1,83 @@
+// Every name Gatehouse gives a Redis key or pub/sub channel, and nowhere else:
+// code that needs a key asks this module for it.
+//
+// Every name starts with the configured prefix (`store.keyPrefix`), so that
+// deployments can share one Redis. Built for Redis Cluster: the keys of one
+// record carry its id as a hash tag (`{…}`), so each record lives in one
+// slot; the keys that hold one value each (introspection answers, rate
+// limiter counters) need none.
+//
+// These strings are what earlier versions wrote: renaming one orphans the
+// data under the old name (test/store/keyspace.test.ts pins each of them).
+
+export class Keyspace {
+  /** `store.keyPrefix`: put in front of every key and channel. */
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  /** A session's hash; the `{sid}` hash tag keeps everything about one session in one slot. */
+  session(sid: string): string {
+    return `${this.prefix}session:{${sid}}`;
+  }
+
+  /** A fronted provider's session ended here (a flag that expires with its tokens). */
+  endedProviderSession(sid: string): string {
+    return `${this.prefix}ended-session:{${sid}}`;
+  }
+
+  /** A user's sessions, a sorted set by creation time; the `{sub}` hash tag gives each user's set one slot. */
+  userSessions(sub: string): string {
+    return `${this.prefix}user-sessions:{${sub}}`;
+  }
+
+  /** An asynchronous request's record; the `{id}` hash tag: one record, one slot. */
+  request(id: string): string {
+    return `${this.prefix}request:{${id}}`;
+  }
+
+  /** A user's own API key: its owner and its record. */
+  apiKey(keyId: string): string {
+    return `${this.prefix}apikey:{${keyId}}`;
+  }
+
+  /** The ids of a user's own API keys (a set). */
+  userApiKeys(sub: string): string {
+    return `${this.prefix}user-apikeys:{${sub}}`;
+  }
+
+  /** When an API key was last used to log in. */
+  apiKeyLastUse(keyId: string): string {
+    return `${this.prefix}apikey-used:{${keyId}}`;
+  }
+
+  /** A provider's introspection answer, by a digest of the token (never the token itself). */
+  introspection(tokenDigest: string): string {
+    return `${this.prefix}introspection:${tokenDigest}`;
+  }
+
+  /**
+   * The prefix of one rate limiter's counters, as rate-limiter-flexible takes
+   * it (`keyPrefix`): it adds `:` and the counter's key (see limiterCounter).
+   */
+  limiterPrefix(name: string): string {
+    return `${this.prefix}limits:${name}`;
+  }
+
+  /** One counter of a rate limiter, as rate-limiter-flexible names it. */
+  limiterCounter(name: string, key: string): string {
+    return `${this.limiterPrefix(name)}:${key}`;
+  }
+
+  /** Where a session's end is announced to every instance (the message: its sid). */
+  get revocationChannel(): string {
+    return `${this.prefix}revocations`;
+  }
+
+  /** Where a request's status change is announced to every instance (the message: JSON). */
+  get requestStatusChannel(): string {
+    return `${this.prefix}request-status`;
+  }
+}
