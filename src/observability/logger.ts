@@ -2,7 +2,9 @@
 // headers are not serialised at all, URLs are logged with every credential-like
 // parameter masked (redact-url.ts), and redaction paths catch the rest as a
 // second line of defence.
+import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { compileClientAddress, type AddressedRequest, type ClientAddress, type PeerSocket } from '../http/client-address.js';
 import type { Config } from '../config/schema.js';
 import { REDACTED, redactUrl } from './redact-url.js';
 
@@ -29,23 +31,41 @@ export const REDACT_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+/** A node:http request, or Fastify's (its node:http request is `raw`). */
 interface SerializableRequest {
   id?: unknown;
   method?: string;
   url?: string;
-  ip?: string;
-  socket?: { remoteAddress?: string };
+  raw?: Partial<AddressedRequest>;
+  socket?: PeerSocket | null;
+  headers?: IncomingHttpHeaders;
 }
 
-const serializers = {
-  req(req: SerializableRequest) {
+/** The `req` serializer, with the client's address as `clientAddress` reads it (http/client-address.ts). */
+export function requestSerializer(clientAddress: ClientAddress): (req: SerializableRequest) => Record<string, unknown> {
+  return (req) => {
+    const message = req.raw ?? req;
+    const address = message.socket && message.headers ? clientAddress.of(message as AddressedRequest) : '';
     return {
       id: req.id,
       method: req.method,
       url: typeof req.url === 'string' ? redactUrl(req.url) : undefined,
-      remoteAddress: req.ip ?? req.socket?.remoteAddress,
+      remoteAddress: address === '' ? undefined : address,
     };
-  },
+  };
+}
+
+/**
+ * A listener's logger: its `req` serializer reads the client address through
+ * the gateway's trusted proxies. Without it (a logger on its own), the peer's
+ * address is logged, unmapped the same way.
+ */
+export function withClientAddress(logger: Logger, clientAddress: ClientAddress): Logger {
+  return logger.child({}, { serializers: { req: requestSerializer(clientAddress) } });
+}
+
+const serializers = {
+  req: requestSerializer(compileClientAddress([])),
   res(res: { statusCode?: number }) {
     return { statusCode: res.statusCode };
   },

@@ -9,6 +9,7 @@ import type { Config } from '../config/schema.js';
 import type { CorsPolicy } from '../cors/cors-policy.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
+import { withClientAddress } from '../observability/logger.js';
 import { redactUrl } from '../observability/redact-url.js';
 import { requestId } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
@@ -69,7 +70,8 @@ export function publicListener(
 ): FastifyInstance {
   const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    // Its `req` serializer logs the client address as `clientAddress` reads it.
+    loggerInstance: withClientAddress(logger, clientAddress) as FastifyBaseLogger,
     serverFactory: (fastify: RequestListener) => {
       // No listener-wide request deadline: a proxied upload has its route's
       // deadline and minimum rate (limits/body-guard.ts); the gateway's own

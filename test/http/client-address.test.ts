@@ -9,6 +9,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { compileClientAddress, unmappedAddress, type ClientAddress } from '../../src/http/client-address.js';
 import { limitConnections } from '../../src/limits/connection-limits.js';
+import { withClientAddress } from '../../src/observability/logger.js';
 import { ADDRESS_FAILURES } from '../../src/limits/login-throttle.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { logSink } from '../helpers/log-sink.js';
@@ -107,6 +108,24 @@ describe('trusted proxies', () => {
   it('refuses a trusted proxy entry it cannot read', () => {
     expect(() => compileClientAddress(['10.0.0.0/33'])).toThrow(/invalid range/);
     expect(() => compileClientAddress(['proxy.internal'])).toThrow(/invalid IP address/);
+  });
+});
+
+describe('the logger', () => {
+  it('logs a request’s client address as the reading gives it, and the unmapped peer without one', async () => {
+    const logs = logSink('info');
+    const gateway = withClientAddress(logs.logger, compileClientAddress(['loopback']));
+    onRequest = (req) => {
+      gateway.info({ req }, 'through the gateway’s reading');
+      logs.logger.info({ req }, 'on its own');
+    };
+    try {
+      await from127(['198.51.100.4, ::ffff:203.0.113.7']);
+    } finally {
+      onRequest = undefined;
+    }
+    const addresses = Object.fromEntries(logs.entries().map((entry) => [entry.msg, (entry.req as { remoteAddress?: string }).remoteAddress]));
+    expect(addresses).toEqual({ 'through the gateway’s reading': '203.0.113.7', 'on its own': '127.0.0.1' });
   });
 });
 
