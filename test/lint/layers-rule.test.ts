@@ -70,6 +70,14 @@ describe('the layer rules (.dependency-cruiser.cjs)', () => {
     expect(found.sort()).toEqual(['layer-authz: src/authz/guard.ts → src/requests/r.ts', 'layer-proxy: src/proxy/engine.ts → src/authz/guard.ts']);
   });
 
+  it('refuse ioredis outside store/, and let store/ have it', async () => {
+    const found = await violations({
+      'src/limits/counter.ts': "import type { Redis } from 'ioredis';\nexport type Counter = { redis?: Redis };\n",
+      'src/store/redis-client.ts': "import type { Redis } from 'ioredis';\nexport type Client = { redis?: Redis };\n",
+    });
+    expect(found).toEqual([expect.stringMatching(/^redis-only-in-store: src\/limits\/counter\.ts → (node_modules\/ioredis\/.*|ioredis)$/)]);
+  });
+
   it('refuse a loop between files, even inside one folder', async () => {
     const found = await violations({
       'src/store/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\n",
