@@ -1,41 +1,39 @@
-// Users' own API keys in Redis: one hash per key under its own hash tag
-// (`<prefix>apikey:{id}`, the users file's record as JSON beside its owner),
-// and a set of each user's key ids (`<prefix>user-apikeys:{sub}`). A login
-// reads the key's hash, so a key made on one instance works on every other at
-// once, and a key deleted stops every login with it at once. A key that
-// expires is forgotten by Redis itself shortly after.
-import type { RedisClient } from '../store/redis-client.js';
+// Users' own API keys in the store (Redis): a key made on one instance works
+// on every other at once, and a key deleted stops every login with it at
+// once. The rules are this module's: how many a user may hold, what a listing
+// shows, how long an expired key stays listed; where and how the store keeps
+// them is store/redis-api-keys.ts's.
 import { gatehouseError } from '../core/errors.js';
-import type { ApiKeyRecord, NewApiKey } from '../identity/users-file.js';
+import type { ApiKeyRecord } from '../identity/users-file.js';
+import type { NewApiKey } from '../identity/users-changes.js';
+import type { ApiKeyRecords } from '../store/api-key-records.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 
-/** An expired key stays listed (as expired) this long before Redis forgets it. */
+/** An expired key stays listed (as expired) this long before the store forgets it. */
 const KEEP_EXPIRED_MS = 7 * 86_400_000;
 /** How long a last use is remembered when the key does not say how long it lives. */
 const LAST_USE_TTL_MS = 400 * 86_400_000;
 
 export class StoreApiKeys implements ApiKeyDirectory {
   readonly kind = 'store' as const;
-  readonly #redis: RedisClient;
-  readonly #prefix: string;
+  readonly #records: ApiKeyRecords;
 
-  constructor(redis: RedisClient, keyPrefix: string) {
-    this.#redis = redis;
-    this.#prefix = keyPrefix;
+  constructor(records: ApiKeyRecords) {
+    this.#records = records;
   }
 
   /** The key of that id, whoever holds it; null for none (or one that is not readable). */
   async find(keyId: string): Promise<HeldApiKey | null> {
-    const [sub, record] = await this.#redis.hmget(this.#keyKey(keyId), 'sub', 'record');
-    return sub && record ? held(sub, record) : null;
+    const stored = await this.#records.find(keyId);
+    return stored ? held(stored.sub, stored.record) : null;
   }
 
   async list(owner: KeyOwner): Promise<HeldApiKey[]> {
-    const ids = await this.#redis.smembers(this.#userKey(owner.sub));
+    const ids = await this.#records.listedIds(owner.sub);
     const found = await Promise.all(ids.map((id) => this.find(id)));
-    // Ids whose key Redis has forgotten (expired) are dropped from the set as they are met.
+    // Ids whose key the store has forgotten (expired) are dropped from the listing as they are met.
     const gone = ids.filter((_, index) => found[index] === null);
-    if (gone.length > 0) await this.#redis.srem(this.#userKey(owner.sub), ...gone);
+    if (gone.length > 0) await this.#records.unlist(owner.sub, gone);
     return found.filter((key): key is HeldApiKey => key !== null && key.sub === owner.sub && key.revokedAt === undefined).sort(byCreation);
   }
 
@@ -49,46 +47,24 @@ export class StoreApiKeys implements ApiKeyDirectory {
       createdAt: new Date().toISOString(),
       ...(key.scope !== undefined && { scope: key.scope }),
     };
-    const keyKey = this.#keyKey(key.keyId);
-    await this.#redis.sadd(this.#userKey(owner.sub), key.keyId);
-    await this.#redis.hset(keyKey, 'sub', owner.sub, 'username', owner.username, 'record', JSON.stringify(record));
     const expiresAt = key.scope?.expiresAt;
-    if (expiresAt !== undefined) await this.#redis.pexpireat(keyKey, Date.parse(expiresAt) + KEEP_EXPIRED_MS);
+    await this.#records.add(owner, key.keyId, JSON.stringify(record), expiresAt === undefined ? undefined : Date.parse(expiresAt) + KEEP_EXPIRED_MS);
     return { ...record, sub: owner.sub };
   }
 
   async revoke(owner: KeyOwner, keyId: string): Promise<boolean> {
     const key = await this.find(keyId);
     if (key === null || key.sub !== owner.sub) return false;
-    await this.#redis.del(this.#keyKey(keyId));
-    await this.#redis.srem(this.#userKey(owner.sub), keyId);
+    await this.#records.remove(owner.sub, keyId);
     return true;
   }
 
   recordUse(keyId: string, atMs: number): void {
-    this.#redis.set(this.#usedKey(keyId), String(atMs), 'PX', LAST_USE_TTL_MS).catch(() => {});
+    this.#records.noteUse(keyId, atMs, LAST_USE_TTL_MS).catch(() => {});
   }
 
-  async lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
-    const used = new Map<string, number>();
-    const answers = await Promise.all(keyIds.map((id) => this.#redis.get(this.#usedKey(id))));
-    keyIds.forEach((id, index) => {
-      const value = Number(answers[index]);
-      if (answers[index] !== null && Number.isFinite(value)) used.set(id, value);
-    });
-    return used;
-  }
-
-  #keyKey(keyId: string): string {
-    return `${this.#prefix}apikey:{${keyId}}`;
-  }
-
-  #userKey(sub: string): string {
-    return `${this.#prefix}user-apikeys:{${sub}}`;
-  }
-
-  #usedKey(keyId: string): string {
-    return `${this.#prefix}apikey-used:{${keyId}}`;
+  lastUsed(keyIds: readonly string[]): Promise<Map<string, number>> {
+    return this.#records.lastUses(keyIds);
   }
 }
 

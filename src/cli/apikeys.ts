@@ -117,7 +117,7 @@ async function list(args: string[], io: CliIo): Promise<number> {
 async function withStoreKeys<T>(config: StoreConfig, use: (keys: StoreApiKeys, store: Store) => Promise<T>): Promise<T> {
   const store = await createStore(config, pino({ enabled: false }));
   try {
-    return await use(new StoreApiKeys(store.redisClient!, config.keyPrefix), store);
+    return await use(new StoreApiKeys(store.apiKeys!), store);
   } finally {
     await store.close();
   }

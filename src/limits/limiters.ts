@@ -1,10 +1,10 @@
-// Rate limiters on the configured store: rate-limiter-flexible's Redis
-// limiter over the store's own ioredis connection when the store is Redis
-// (so every instance counts together), its memory limiter otherwise. Each
-// counter is one key (`<store prefix>limits:<name>:<key>`), so Redis Cluster
-// needs no hash tags here.
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+// Rate limiters on the configured store: the store chooses where their
+// counters live (store/rate-limiters.ts: in Redis when the store is Redis, so
+// every instance counts together, in this process otherwise); this module
+// only says what each limiter counts.
+import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
+import { rateLimitersOf, type RateLimiterBackend } from '../store/rate-limiters.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { Store } from '../store/store.js';
 
@@ -25,34 +25,25 @@ export interface LimiterSpec {
 export type Limiter = RateLimiterAbstract;
 
 export class LimiterFactory {
-  readonly #store: Store;
-  readonly #keyPrefix: string;
+  readonly #backend: RateLimiterBackend;
 
-  constructor(store: Store, storeKeyPrefix: string) {
-    this.#store = store;
-    this.#keyPrefix = `${storeKeyPrefix}limits:`;
+  constructor(store: Pick<Store, 'rateLimiters'>) {
+    this.#backend = rateLimitersOf(store);
   }
 
   /** Where the counters live: the CLI's `users unlock` says so. */
   get shared(): boolean {
-    return this.#store.redisClient !== undefined;
-  }
-
-  /** The full key prefix of a limiter's counters (for `users unlock`'s scan). */
-  keyPrefix(name: string): string {
-    return `${this.#keyPrefix}${name}`;
+    return this.#backend.shared;
   }
 
   create(spec: LimiterSpec): Limiter {
-    const options = {
-      keyPrefix: this.keyPrefix(spec.name),
+    return this.#backend.create({
+      name: spec.name,
       points: spec.points,
       duration: spec.durationS,
       blockDuration: spec.blockDurationS ?? 0,
       ...(spec.inMemoryBlock && { inMemoryBlockOnConsumed: spec.points + 1 }),
-    };
-    const client = this.#store.redisClient;
-    return client ? new RateLimiterRedis({ ...options, storeClient: client }) : new RateLimiterMemory(options);
+    });
   }
 }
 

@@ -4,8 +4,8 @@
 // would make the provider part of the hot path; this cache keeps the answer
 // in the shared store (Redis when configured) so one token is introspected at
 // most once per interval across all instances, and never past its expiry.
-// Only a hash of the token is ever used as a key: the store never holds a
-// credential.
+// Only a digest of the token is ever handed to the store: the store never
+// holds a credential.
 import { createHash } from 'node:crypto';
 import type { Store } from '../store/store.js';
 import { stringList } from './access-token-verifier.js';
@@ -25,8 +25,8 @@ export interface IntrospectedToken {
 }
 
 export interface IntrospectionCacheOptions {
-  store: Pick<Store, 'redisClient'>;
-  keyPrefix: string;
+  /** Its introspection answers are shared by every instance (Redis); without them, answers are kept in memory. */
+  store: Pick<Store, 'introspectionAnswers'>;
   /** The longest an answer is trusted before the provider is asked again (a revocation there is seen within it). */
   intervalMs: number;
   /** Bound of the in-memory cache (used when the store is in memory). */
@@ -53,7 +53,7 @@ export class IntrospectionCache {
   }
 
   async lookup(token: string): Promise<IntrospectedToken> {
-    const key = `${this.#options.keyPrefix}introspection:${createHash('sha256').update(token).digest('base64url')}`;
+    const key = createHash('sha256').update(token).digest('base64url');
     const cached = await this.#read(key);
     if (cached) return cached;
     const pending = this.#inFlight.get(key);
@@ -74,9 +74,9 @@ export class IntrospectionCache {
   }
 
   async #read(key: string): Promise<IntrospectedToken | null> {
-    const redis = this.#options.store.redisClient;
-    if (redis) {
-      const text = await redis.get(key);
+    const shared = this.#options.store.introspectionAnswers;
+    if (shared) {
+      const text = await shared.get(key);
       return text === null ? null : (JSON.parse(text) as IntrospectedToken);
     }
     const entry = this.#memory.get(key);
@@ -89,9 +89,9 @@ export class IntrospectionCache {
   }
 
   async #write(key: string, value: IntrospectedToken, ttlMs: number): Promise<void> {
-    const redis = this.#options.store.redisClient;
-    if (redis) {
-      await redis.set(key, JSON.stringify(value), 'PX', Math.ceil(ttlMs));
+    const shared = this.#options.store.introspectionAnswers;
+    if (shared) {
+      await shared.set(key, JSON.stringify(value), ttlMs);
       return;
     }
     // Bounded: the oldest answer goes first (a Map iterates in insertion order).

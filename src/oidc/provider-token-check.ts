@@ -22,7 +22,6 @@ export interface ProviderTokenCheckOptions {
   connection: ProviderConnection;
   store: Store;
   settings: OidcIdentityConfig;
-  keyPrefix: string;
   now?: () => number;
 }
 
@@ -43,7 +42,6 @@ export class ProviderTokenCheck implements TokenCheck {
     this.#intervalMs = settings.introspectionIntervalS * 1000;
     this.#introspection = new IntrospectionCache({
       store: options.store,
-      keyPrefix: options.keyPrefix,
       intervalMs: this.#intervalMs,
       maxEntries: settings.introspectionCacheMaxEntries,
       now: this.#now,

@@ -2,7 +2,11 @@
 // survives their restarts. Records are Redis hashes (redis-records.ts),
 // changed by scripts (redis-scripts.ts); announcements travel over pub/sub
 // on a connection of their own (redis-announcements.ts). Every key and
-// channel is named by keyspace.ts.
+// channel is named by keyspace.ts. The rate limiters, users' API keys and
+// introspection answers work over this store's command connection too
+// (rate-limiters.ts, redis-api-keys.ts, redis-introspection.ts), which
+// nothing outside store/ ever holds; their failures are their callers' to
+// answer (limits/ answers store_unavailable).
 //
 // The boundary rule: whatever goes wrong inside ioredis (refused connection,
 // timeout, reply error) leaves this file as one `store_unavailable` error,
@@ -13,10 +17,13 @@ import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER } from '../config/defaults.js';
 import type { GatehouseError } from '../core/errors.js';
 import { Keyspace } from './keyspace.js';
+import { redisRateLimiters, type RateLimiterBackend } from './rate-limiters.js';
 import { AnnouncementFeed } from './redis-announcements.js';
+import { RedisApiKeys } from './redis-api-keys.js';
 import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
 import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';
 import { readRecordHash } from './redis-hash-read.js';
+import { RedisIntrospectionAnswers } from './redis-introspection.js';
 import { decimal, requestFields, requestFromHash, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
 import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
@@ -70,6 +77,10 @@ export class RedisStore implements Store {
   private readonly replication: ReplicaConfirmation | undefined;
   private closed = false;
 
+  readonly rateLimiters: RateLimiterBackend;
+  readonly apiKeys: RedisApiKeys;
+  readonly introspectionAnswers: RedisIntrospectionAnswers;
+
   /** Takes ownership of `client`: `close()` quits it. */
   constructor(client: RedisClient, options: RedisStoreOptions) {
     this.client = client;
@@ -81,16 +92,15 @@ export class RedisStore implements Store {
     this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
     const replicas = options.replicasToConfirm ?? 0;
     this.replication = replicas > 0 ? new ReplicaConfirmation(client, replicas, this.logger) : undefined;
+    this.rateLimiters = redisRateLimiters(client, this.keys);
+    this.apiKeys = new RedisApiKeys(client, this.keys);
+    this.introspectionAnswers = new RedisIntrospectionAnswers(client, this.keys);
 
     this.subscriber = duplicateForSubscribing(client);
     const closed = () => this.closed;
     reportConnectionHealth(this.client, 'commands', this.logger, closed);
     reportConnectionHealth(this.subscriber, 'subscriber', this.logger, closed);
     this.feed = new AnnouncementFeed(this.subscriber, { keys: this.keys, logger: this.logger });
-  }
-
-  get redisClient(): RedisClient {
-    return this.client;
   }
 
   /**

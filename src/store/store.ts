@@ -6,7 +6,9 @@
 // that share one hash tag, and no operation touches more than one slot.
 
 import type { AuthMethod } from '../core/vocabulary.js';
-import type { RedisClient } from './redis-client.js';
+import type { ApiKeyRecords } from './api-key-records.js';
+import type { IntrospectionAnswers } from './introspection-answers.js';
+import type { RateLimiterBackend } from './rate-limiters.js';
 
 /** One login: every token issued for it carries its id as `sid`. */
 export interface SessionRecord {
@@ -66,12 +68,18 @@ export interface RequestStatusChange {
 
 export interface Store {
   readonly kind: 'memory' | 'redis';
-  /**
-   * The Redis store's command connection, for the rate limiters
-   * (src/limits/) that keep their counters beside the store's records.
-   * Absent on the in-memory store: limiters then count in memory too.
+  /*
+   * What only a shared store keeps, each over the store's own connection and
+   * in its keyspace (keyspace.ts). Absent on the in-memory store, where each
+   * feature keeps its own in the process instead (or, for users' API keys, in
+   * the users file): rate-limiters.ts's rateLimitersOf chooses the limiters.
    */
-  readonly redisClient?: RedisClient;
+  /** Rate limiter counters (limits/), beside the store's records. */
+  readonly rateLimiters?: RateLimiterBackend;
+  /** The keys users make for themselves (account/). */
+  readonly apiKeys?: ApiKeyRecords;
+  /** A fronted provider's introspection answers (oidc/). */
+  readonly introspectionAnswers?: IntrospectionAnswers;
 
   /** Records a new session, kept until its `expiresAt`. */
   createSession(session: SessionRecord): Promise<void>;

@@ -43,7 +43,7 @@ describe('the introspection cache', () => {
     const open = async () => {
       const store = await createStore({ url: redis.url, keyPrefix }, pino({ level: 'silent' }));
       stores.push(store);
-      return new IntrospectionCache({ store, keyPrefix, intervalMs: INTERVAL_MS, maxEntries: 100, introspect });
+      return new IntrospectionCache({ store, intervalMs: INTERVAL_MS, maxEntries: 100, introspect });
     };
     const [first, second] = [await open(), await open()];
     const { refresh_token } = await client.login('carol', 'carol-password');
@@ -58,7 +58,7 @@ describe('the introspection cache', () => {
     let now = Date.now();
     const store = await createStore({ keyPrefix: 'x:' }, pino({ level: 'silent' }));
     stores.push(store);
-    const cache = new IntrospectionCache({ store, keyPrefix: 'x:', intervalMs: INTERVAL_MS, maxEntries: 100, introspect, now: () => now });
+    const cache = new IntrospectionCache({ store, intervalMs: INTERVAL_MS, maxEntries: 100, introspect, now: () => now });
     const { refresh_token } = await client.login('carol', 'carol-password');
     calls = 0;
     expect((await cache.lookup(refresh_token)).active).toBe(true);
@@ -73,7 +73,7 @@ describe('the introspection cache', () => {
   it('shares one introspection between concurrent lookups and keeps at most maxEntries answers in memory', async () => {
     const store = await createStore({ keyPrefix: 'y:' }, pino({ level: 'silent' }));
     stores.push(store);
-    const cache = new IntrospectionCache({ store, keyPrefix: 'y:', intervalMs: INTERVAL_MS, maxEntries: 2, introspect });
+    const cache = new IntrospectionCache({ store, intervalMs: INTERVAL_MS, maxEntries: 2, introspect });
     calls = 0;
     await Promise.all([cache.lookup('unknown-1'), cache.lookup('unknown-1'), cache.lookup('unknown-1')]);
     expect(calls).toBe(1);
