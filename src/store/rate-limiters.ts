@@ -7,7 +7,6 @@
 import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { Keyspace } from './keyspace.js';
 import type { RedisClient } from './redis-client.js';
-import type { Store } from './store.js';
 
 export interface RateLimiterOptions {
   /** One per kind of counter: part of each counter's key. */
@@ -28,7 +27,7 @@ export interface RateLimiterBackend {
 }
 
 /** The limiters of this store: shared ones on the Redis store, this process's own otherwise. */
-export function rateLimitersOf(store: Pick<Store, 'rateLimiters'>): RateLimiterBackend {
+export function rateLimitersOf(store: { readonly rateLimiters?: RateLimiterBackend | undefined }): RateLimiterBackend {
   return store.rateLimiters ?? MEMORY_RATE_LIMITERS;
 }
 
