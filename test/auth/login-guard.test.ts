@@ -12,6 +12,7 @@ import { LimiterFactory } from '../../src/limits/limiters.js';
 import { LoginThrottle } from '../../src/limits/login-throttle.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
 import { expectDiagnoses, gatehouseErrorOf } from '../helpers/diagnoses.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { logSink, type LogEntry, type LogSink } from '../helpers/log-sink.js';
@@ -29,8 +30,8 @@ interface Guarded {
 function guarded(limits: Record<string, unknown> = {}): Guarded {
   const logs = logSink();
   const metrics = new Metrics();
-  const store = new MemoryStore();
-  const throttle = new LoginThrottle(LoginLimitsSchema.parse({ freeFailures: 1, ...limits }), new LimiterFactory(store, 'guard-test:'));
+  const store: Store = new MemoryStore();
+  const throttle = new LoginThrottle(LoginLimitsSchema.parse({ freeFailures: 1, ...limits }), new LimiterFactory(store));
   const guard = new LoginGuard(throttle, new LoginAudit(logs.logger, metrics));
   return { guard, logs, metrics, audit: () => logs.entries().filter((entry) => entry.event === 'audit') };
 }
