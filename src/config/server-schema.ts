@@ -60,7 +60,7 @@ export function storeSchema(checks: ContentChecks) {
 }
 
 export const LogSchema = z.strictObject({
-  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(d.DEFAULT_LOG_LEVEL),
   /** One line per request at info. Off where a load balancer in front already keeps access logs: it is a measurable share of each request's CPU. */
   access: z.boolean().default(true),
 });

@@ -6,6 +6,7 @@
 // keys still verify: a provider outage must not log everybody out. The
 // claims the config names become the Identity.
 import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S } from '../config/defaults.js';
 import type { OidcIdentityConfig } from '../config/schema.js';
 import { gatehouseError } from '../core/errors.js';
 import type { Identity } from '../identity/identity-provider.js';
@@ -15,7 +16,7 @@ export interface ProviderTokenVerifierOptions {
   jwksUri: string;
   settings: Pick<OidcIdentityConfig, 'audience' | 'claims' | 'timeoutMs'>;
   clockToleranceS: number;
-  /** After a refetch, no other is made for this long, however many unknown `kid`s arrive. */
+  /** After a refetch, no other is made for this long, however many unknown `kid`s arrive (`identity.keySetRefetchCooldownS`; its default when absent). */
   cooldownMs?: number;
   /** How long a fetched key set is used before it is fetched again (jose's default: 10 minutes). */
   cacheMaxAgeMs?: number;
@@ -31,8 +32,6 @@ export interface VerifiedProviderToken {
   scopes?: string[];
 }
 
-const DEFAULT_COOLDOWN_MS = 30_000;
-
 export class ProviderTokenVerifier {
   readonly #keys: ReturnType<typeof createRemoteJWKSet>;
   readonly #options: ProviderTokenVerifierOptions;
@@ -44,7 +43,7 @@ export class ProviderTokenVerifier {
   constructor(options: ProviderTokenVerifierOptions) {
     this.#options = options;
     this.#keys = createRemoteJWKSet(new URL(options.jwksUri), {
-      cooldownDuration: options.cooldownMs ?? DEFAULT_COOLDOWN_MS,
+      cooldownDuration: options.cooldownMs ?? DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S * 1000,
       ...(options.cacheMaxAgeMs !== undefined && { cacheMaxAge: options.cacheMaxAgeMs }),
       timeoutDuration: options.settings.timeoutMs,
     });

@@ -13,6 +13,7 @@
 //   id is not called unknown while records may still be on their way
 //   (outage-window.ts).
 import type { Logger } from 'pino';
+import { DEFAULT_UNKNOWN_AFTER_OUTAGE_S } from '../config/defaults.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
@@ -49,12 +50,10 @@ export interface RequestTrackerOptions {
   outboxRetryDelayMs?: { initial: number; max: number };
   /** Where queued records go before their 202 (`requests.journalDir`); none: memory only. */
   journal?: Journal;
-  /** `requests.unknownAfterOutageS` in ms. */
+  /** `requests.unknownAfterOutageS` in ms; its default when absent. */
   unknownAfterOutageMs?: number;
   now?: () => number;
 }
-
-const DEFAULT_UNKNOWN_AFTER_OUTAGE_MS = 10_000;
 
 /** A long poll holds a watch, a timer and a socket: bounded well below what the process can hold. */
 const DEFAULT_MAX_WATCHES = 10_000;
@@ -88,7 +87,7 @@ export class RequestTracker {
       }),
     });
     this.#watches = new RequestWatches(options.store, options.maxWatches ?? DEFAULT_MAX_WATCHES);
-    this.#outages = new OutageWindow(options.unknownAfterOutageMs ?? DEFAULT_UNKNOWN_AFTER_OUTAGE_MS, options.now);
+    this.#outages = new OutageWindow(options.unknownAfterOutageMs ?? DEFAULT_UNKNOWN_AFTER_OUTAGE_S * 1000, options.now);
     // Every instance sharing the store hears its feed resume after an outage,
     // also one that had no request to fail meanwhile.
     this.#stopHearingResumes = options.store.onRevocationFeedResumed(() => this.#outages.note());
