@@ -215,7 +215,9 @@ describe('one client, one key', () => {
     const lines = gw.logs.entries();
     const audit = lines.filter((entry) => entry.event === 'audit').map((entry) => entry.address);
     expect(audit).toEqual(['127.0.0.1', '203.0.113.50']);
-    const access = lines.filter((entry) => entry.msg === 'request' && typeof entry.url === 'string' && entry.url.startsWith('/public')).map((entry) => entry.address);
+    const access = lines
+      .filter((entry) => entry.msg === 'request' && typeof entry.url === 'string' && entry.url.startsWith('/public'))
+      .map((entry) => entry.address);
     expect(access).toEqual(['127.0.0.1', '203.0.113.50']);
   });
 });
