@@ -5,7 +5,9 @@ import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 import * as d from './defaults.js';
 import { httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
 
+/** Gatehouse's own users (`identity.provider: local`): a YAML file of scrypt password hashes and API key digests; Gatehouse signs the tokens. */
 export const LocalIdentitySchema = z.strictObject({
+  /** Gatehouse's own users file. */
   provider: z.literal('local'),
   /** The YAML users file that `gatehouse users …` and `gatehouse apikeys …` manage. */
   usersFile: z.string().min(1),
@@ -19,26 +21,37 @@ export const LocalIdentitySchema = z.strictObject({
  * keys (access tokens) or its introspection (refresh tokens, spec 5.9).
  */
 export const OidcIdentitySchema = z.strictObject({
+  /** A fronted OpenID Provider. */
   provider: z.literal('oidc'),
-  /** Discovery is read from `<issuer>/.well-known/openid-configuration`. */
+  /** The provider's issuer URL; discovery is read from `<issuer>/.well-known/openid-configuration`. */
   issuer: httpUrl,
+  /** Gatehouse's client id at the provider. */
   clientId: z.string().min(1),
   /** How Gatehouse authenticates at the token endpoint (RFC 6749 2.3, OIDC Core 9). */
   clientAuth: z.enum(['client_secret_basic', 'client_secret_post', 'private_key_jwt']).default('client_secret_basic'),
-  /** For client_secret_basic and client_secret_post (env GATEHOUSE_OIDC_CLIENT_SECRET). */
+  /** For client_secret_basic and client_secret_post, which need it; better set from the environment than in the file. */
   clientSecret: z.string().min(1).optional(),
-  /** For private_key_jwt: the client's private key, a PKCS#8 PEM file (its public key registered at the provider). */
+  /**
+   * For private_key_jwt, which needs it: the client's private key, a PKCS#8
+   * PEM file (its public key registered at the provider); checked at start,
+   * an unreadable one is a config error (exit 78).
+   */
   privateKeyFile: z.string().min(1).optional(),
+  /** For private_key_jwt: the algorithm the client assertion is signed with, to suit the key. */
   privateKeyAlgorithm: z.enum(['RS256', 'ES256', 'EdDSA']).default('RS256'),
   /** The `kid` the provider knows the key by, when it needs one to pick the key. */
   privateKeyId: z.string().min(1).optional(),
+  /** The scopes asked for at login (the password grant's `scope`). */
   scopes: z.array(z.string().min(1)).default(['openid']),
   /** The audience (resource indicator) access tokens must carry. */
   audience: z.string().min(1).optional(),
   /** Which claims carry the login name, the roles and the groups. */
   claims: z.strictObject({
+    /** The claim with the login name (the identity headers' username). */
     username: z.string().min(1).default('preferred_username'),
+    /** The claim with the user's roles, a list (what route rules' `anyRole` and `allRoles` check). */
     roles: z.string().min(1).default('roles'),
+    /** The claim with the user's groups, a list. */
     groups: z.string().min(1).default('groups'),
     /**
      * The provider's session id (Keycloak's `sid`, in every token of a login):
@@ -64,18 +77,26 @@ export const OidcIdentitySchema = z.strictObject({
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
 
+/** Who the users are: Gatehouse's own users file (`local`), or an OpenID Provider it fronts (`oidc`); `provider` says which, and which fields apply. */
 export const IdentitySchema = z.discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema]);
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 
+/** The tokens Gatehouse signs, the key set it signs them with, and how bearer tokens are checked. */
 export const TokensSchema = z.strictObject({
+  /** The tokens' `iss`, and the base of the discovery URLs: the gateway's public URL. */
   issuer: httpUrl.default(d.DEFAULT_ISSUER),
+  /** The tokens' `aud`. */
   audience: z.string().min(1).default(d.DEFAULT_AUDIENCE),
+  /** Lifetime of an access token. */
   accessTokenTtlS: positiveInt.default(d.DEFAULT_ACCESS_TOKEN_TTL_S),
+  /** Lifetime of a refresh token. */
   refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
+  /** The signing algorithm; after a change the next start rotates to a key of it (the old key keeps verifying). */
   algorithm: z.enum(SIGNING_ALGORITHMS).default(d.DEFAULT_SIGNING_ALGORITHM),
-  /** The private key set (JWKS) file; created with a fresh key on first start. */
+  /** The private key set (JWKS) file; created with a fresh key on first start (mode 0600). */
   keysFile: z.string().min(1),
+  /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
   cacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
@@ -85,7 +106,9 @@ export const TokensSchema = z.strictObject({
    * as a scrypt hash, as `gatehouse users` writes passwords.
    */
   clients: z.array(z.strictObject({
+    /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
     id: z.string().min(1).max(200),
+    /** A scrypt hash of the client's secret, in the users file's format. */
     secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
   })).default([]),
 });

@@ -7,7 +7,9 @@ import { HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
 
 /** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
 export const RateLimitSchema = z.strictObject({
+  /** Requests allowed in each window; past them, 429 with `Retry-After`. */
   points: positiveInt,
+  /** The window's length. */
   durationS: positiveInt,
 });
 
@@ -17,8 +19,11 @@ export const RateLimitSchema = z.strictObject({
  */
 export const AccessRuleSchema = z
   .strictObject({
+    /** The caller needs at least one of these roles. */
     anyRole: z.array(RoleNameSchema).min(1).optional(),
+    /** The caller needs every one of these roles. */
     allRoles: z.array(RoleNameSchema).min(1).optional(),
+    /** The token (or API key) needs every one of these scopes. */
     scopes: z.array(RoleNameSchema).min(1).optional(),
   })
   .refine((rule) => rule.anyRole !== undefined || rule.allRoles !== undefined || rule.scopes !== undefined, {
@@ -27,9 +32,13 @@ export const AccessRuleSchema = z
 
 /** A route's rule, and rules of their own for some methods (which replace it for them). */
 export const AuthorizeSchema = z.strictObject({
+  /** The caller needs at least one of these roles (names declared in `authorization.roles`). */
   anyRole: z.array(RoleNameSchema).min(1).optional(),
+  /** The caller needs every one of these roles. */
   allRoles: z.array(RoleNameSchema).min(1).optional(),
+  /** The token (or API key) needs every one of these scopes (names declared in `authorization.scopes`). */
   scopes: z.array(RoleNameSchema).min(1).optional(),
+  /** Rules of their own for some methods, each replacing the route's rule for its method. */
   methods: z.partialRecord(z.enum(HTTP_METHODS), AccessRuleSchema).optional(),
 });
 
@@ -40,33 +49,49 @@ export const AuthorizeSchema = z.strictObject({
  * with one `*` for a subdomain label (`https://*.example.com`).
  */
 export const CorsSchema = z.strictObject({
+  /** Origins that may call: exact (`https://app.example.com`), or with one `*` for a subdomain label (`https://*.example.com`, never the bare domain). */
   allowedOrigins: z
     .array(z.string().regex(/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'must be an origin (scheme://host[:port]), optionally https://*.example.com' }))
     .min(1),
+  /** Methods a preflight may ask for (`Access-Control-Allow-Methods`). */
   allowedMethods: z.array(z.enum(HTTP_METHODS)).min(1).default(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
+  /** Request headers a preflight may ask for (`Access-Control-Allow-Headers`). */
   allowedHeaders: z.array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).default(['authorization', 'content-type', 'x-request-id']),
+  /** Response headers scripts may read (`Access-Control-Expose-Headers`). */
   exposedHeaders: z.array(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/)).default(['location', 'retry-after', 'x-request-id']),
+  /** Send `Access-Control-Allow-Credentials: true` (scripts' requests with cookies or HTTP authentication). */
   allowCredentials: z.boolean().default(false),
+  /** How long a browser may keep a preflight's answer (`Access-Control-Max-Age`). */
   maxAgeS: z.number().int().min(0).max(86_400).default(600),
 });
 
 /** The roles and scopes route rules may name: a rule naming another one is a typo, refused at load. */
 export const AuthorizationSchema = z.strictObject({
+  /** The roles route rules may name (1 to 64 letters, digits and `. _ : / -` each). */
   roles: z.array(RoleNameSchema).default([]),
+  /** The scopes route rules may name (the same characters). */
   scopes: z.array(RoleNameSchema).default([]),
 });
 
+/** The proxy's routes: each sends the requests under its prefix to its upstreams; the longest matching prefix wins. */
 export const RouteSchema = z.strictObject({
+  /** Names the route in logs and metrics, and must be unique. Absent: the prefix as written stands for it. */
   name: z.string().min(1).optional(),
   /** Matched on whole path segments: `/a/b` matches `/a/b` and `/a/b/c`, not `/a/bc`. */
   prefix: z.string().regex(/^\/[^?#]*$/, { error: 'must be a path starting with / and holding no ? or #' }),
+  /** The methods the route takes (`HEAD` goes where `GET` goes); a method no route takes at its paths gets 405. Absent: every method. */
   methods: z.array(z.enum(HTTP_METHODS)).min(1).optional(),
+  /** Match only requests for this host name (the `Host` header, without its port). Absent: any host. */
   host: z.string().min(1).optional(),
+  /** The backends, round-robin over those not marked down. */
   upstreams: z.array(httpUrl).min(1),
   /** Replaces the matched prefix before forwarding (e.g. `/api/v1/orders` → `/orders`). */
   rewritePrefix: z.string().regex(/^\/[^?#]*$/).optional(),
+  /** `required`: a valid bearer token (401 otherwise); `none`: a public route. */
   auth: z.enum(['required', 'none']).default('required'),
+  /** Pass the client's `Authorization` header on to the upstream (else it is removed). */
   forwardAuthorization: z.boolean().default(false),
+  /** Take paths with an encoded slash (`%2F`); refused (400) otherwise. */
   allowEncodedSlashes: z.boolean().default(false),
   /**
    * Refuse paths a backend could read as another path: `;` parameters,
@@ -75,22 +100,29 @@ export const RouteSchema = z.strictObject({
    * that some server would read as another route is refused.
    */
   strictPaths: z.boolean().default(true),
+  /** Until a connection to an upstream is made. */
   connectTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS),
+  /** Until the upstream's response head arrives, counted once the request body is sent; past it, 504. */
   responseTimeoutMs: positiveInt.default(d.DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS),
-  /** Absent: no limit (bodies stream through; nothing is buffered). */
+  /** The largest request body (413 past it). Absent: no limit (bodies stream through; nothing is buffered). */
   bodyLimitBytes: positiveInt.optional(),
-  /** The whole request body must arrive within this, from the request's start. */
+  /** The whole request body must arrive within this, from the request's start (408 past it, the upstream request aborted). */
   requestDeadlineMs: positiveInt.default(d.DEFAULT_REQUEST_DEADLINE_MS),
   /** The body must bring at least this many bytes a second over each `bodyRateWindowMs`; 0: no minimum. */
   minBodyBytesPerS: z.number().int().min(0).default(d.DEFAULT_MIN_BODY_BYTES_PER_S),
+  /** The window over which `minBodyBytesPerS` is measured. */
   bodyRateWindowMs: positiveInt.default(d.DEFAULT_BODY_RATE_WINDOW_MS),
   /**
    * In-flight upstream requests this route may hold of its targets' shared
-   * connections; past it, 503 with Retry-After. Absent: a public route gets
+   * connections; past it, 503 with `Retry-After: 1`. Absent: a public route gets
    * `proxy.publicRouteMaxUpstreamConnections`, an authenticated one the whole pool.
    */
   maxUpstreamConnections: positiveInt.optional(),
-  /** Absent: no limit, and the route's requests cost nothing extra. Shared by every instance through the store. */
+  /**
+   * A request limit: `points` requests per `durationS`, per client address
+   * (public route) or per subject, shared by every instance through the
+   * store. Absent: no limit, and the route's requests cost nothing extra.
+   */
   rateLimit: RateLimitSchema.optional(),
   /** Browser applications on other origins that may call this route. */
   cors: CorsSchema.optional(),
@@ -120,6 +152,7 @@ export const RouteSchema = z.strictObject({
         .optional(),
       /** How often at most the upstream is asked about one request. */
       statusPollIntervalMs: positiveInt.default(d.DEFAULT_STATUS_POLL_INTERVAL_MS),
+      /** How long one question to the upstream's status URL may take. */
       statusTimeoutMs: positiveInt.default(d.DEFAULT_STATUS_TIMEOUT_MS),
     })
     .prefault({}),
