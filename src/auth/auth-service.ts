@@ -84,7 +84,9 @@ export class AuthService implements Authentication {
             await store.revokeSession(session.sid);
             throw gatehouseError('invalid_user_credentials');
           }
-          const admitted = { method: who.method === 'api_key' ? ('api_key' as const) : ('password' as const), username: who.username, sub: who.sub, sid: session.sid };
+          // The audit's words for the session's method: `pwd` is a password login.
+          const method = who.method === 'api_key' ? 'api_key' : 'password';
+          const admitted = { method, username: who.username, sub: who.sub, sid: session.sid } as const;
           // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
           return { result: await issuer.issueTokenSet(session, now, identity.grants(who)), admitted };
         },

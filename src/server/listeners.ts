@@ -182,7 +182,9 @@ function recordRoutes(app: FastifyInstance, accept: (url: string) => boolean = (
   const routes: RegisteredRoute[] = [];
   registered.set(app, routes);
   app.addHook('onRoute', (route) => {
-    if (!accept(route.url)) throw new Error(`route ${route.url} is not one of the gateway's paths (http/gateway-paths.ts): the listener would hand its requests to the proxy`);
+    if (!accept(route.url)) {
+      throw new Error(`route ${route.url} is not one of the gateway's paths (http/gateway-paths.ts): the listener would hand its requests to the proxy`);
+    }
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
 }
