@@ -3,13 +3,16 @@
 // The gateway opens the WebSocket to the upstream first and accepts the
 // client's only once the upstream has accepted it, so every refusal — the
 // gateway's own, or the upstream's — reaches the client as an HTTP answer.
-// The token may also come as a subprotocol (websocket-subprotocols.ts). Open
-// tunnels are kept by tunnel-registry.ts, which ends each with its session.
+// The token may also come as a subprotocol (websocket-subprotocols.ts). The
+// two sides are websocket-upstream.ts and websocket-client.ts, joined by
+// websocket-relay.ts; open tunnels are kept by tunnel-registry.ts, which ends
+// each with its session. This module takes one upgrade from the request to
+// the end of its tunnel.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { LookupFunction, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { responseHead, toGatehouseError, writeErrorToSocket } from '../http/error-response.js';
 import { gatehouseError } from '../core/errors.js';
@@ -24,6 +27,7 @@ import { isConnectFailure, upstreamError } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { ClientAddress } from '../http/client-address.js';
 import type { UpstreamTarget } from './upstream-pool.js';
+import { ClientSide, extraHeaderLines } from './websocket-client.js';
 import { endTunnel, relay } from './websocket-relay.js';
 import { subprotocols } from './websocket-subprotocols.js';
 import { dialUpstream, type UpstreamAnswer } from './websocket-upstream.js';
@@ -69,17 +73,9 @@ interface Upgrade extends Admitted {
   status?: number;
 }
 
-/** What the client's 101 says, decided by the upstream's; read by `ws` while it accepts. */
-interface Acceptance {
-  readonly upgrade: Upgrade;
-  readonly protocol: string | false;
-  readonly headerLines: string[];
-}
-
 export class WebSocketProxy {
   readonly #options: WebSocketProxyOptions;
-  readonly #server: WebSocketServer;
-  readonly #accepting = new WeakMap<IncomingMessage, Acceptance>();
+  readonly #clients: ClientSide;
   /** Upgrades waiting for the upstream's answer; ended with the gateway. */
   readonly #dialing = new Set<Upgrade>();
   readonly #tunnels: TunnelRegistry;
@@ -87,24 +83,7 @@ export class WebSocketProxy {
 
   constructor(options: WebSocketProxyOptions) {
     this.#options = options;
-    const serverOptions: ServerOptions & { closeTimeout: number } = {
-      noServer: true,
-      clientTracking: false,
-      perMessageDeflate: false,
-      autoPong: false,
-      maxPayload: MAX_MESSAGE_BYTES,
-      closeTimeout: CLOSE_TIMEOUT_MS,
-      handleProtocols: (_offered, req) => this.#accepting.get(req)?.protocol ?? false,
-    };
-    this.#server = new WebSocketServer(serverOptions);
-    this.#server.on('headers', (lines: string[], req: IncomingMessage) => {
-      lines.push(...(this.#accepting.get(req)?.headerLines ?? []));
-    });
-    // The client's handshake itself is broken (a bad Sec-WebSocket-Key…): answered like any refusal.
-    this.#server.on('wsClientError', (error: Error, _socket: Duplex, req: IncomingMessage) => {
-      const acceptance = this.#accepting.get(req);
-      if (acceptance) this.#refuse(acceptance.upgrade, gatehouseError('invalid_request', { reason: error.message, cause: error }));
-    });
+    this.#clients = new ClientSide({ maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS });
     this.#tunnels = new TunnelRegistry({ sessions: options.bearer, identity: options.identity, logger: options.logger });
   }
 
@@ -120,7 +99,17 @@ export class WebSocketProxy {
       return;
     }
     const { token, protocols, echoProtocol } = subprotocols(req.headers);
-    const upgrade: Upgrade = { req, socket, head, requestId: requestIdOf(req), url: req.url ?? '/', trace: traceContext(req.headers[TRACEPARENT_HEADER]), started: performance.now(), protocols, echoProtocol };
+    const upgrade: Upgrade = {
+      req,
+      socket,
+      head,
+      requestId: requestIdOf(req),
+      url: req.url ?? '/',
+      trace: traceContext(req.headers[TRACEPARENT_HEADER]),
+      started: performance.now(),
+      protocols,
+      echoProtocol,
+    };
     try {
       // Node hands every Upgrade request here, not only WebSocket ones.
       if (req.method !== 'GET' || req.headers.upgrade?.toLowerCase() !== 'websocket') {
@@ -139,7 +128,7 @@ export class WebSocketProxy {
     this.#closed = true;
     this.#tunnels.close();
     for (const upgrade of this.#dialing) upgrade.socket.destroy();
-    this.#server.close();
+    this.#clients.close();
   }
 
   #dial(upgrade: Upgrade): void {
@@ -201,15 +190,13 @@ export class WebSocketProxy {
     }
     // Browsers fail a handshake that offered subprotocols and got none back;
     // the token's was the only one offered, so it is the one to accept.
-    const protocol = upstream.protocol || (upgrade.echoProtocol ?? false);
-    this.#accepting.set(req, { upgrade, protocol, headerLines: this.#extraHeaderLines(upstreamHeaders, upgrade.requestId) });
-    let client = undefined as WebSocket | undefined;
-    try {
-      this.#server.handleUpgrade(req, socket, head, (accepted) => (client = accepted));
-    } finally {
-      this.#accepting.delete(req);
-    }
-    // Refused (wsClientError answered it and logged the refusal), or the client's socket was gone.
+    const client = this.#clients.accept(req, socket, head, {
+      protocol: upstream.protocol || (upgrade.echoProtocol ?? false),
+      headerLines: extraHeaderLines(this.#options.headers.responseHeaders(upstreamHeaders), upgrade.requestId),
+      // The client's handshake itself is broken (a bad Sec-WebSocket-Key…): answered like any refusal.
+      refused: (error) => this.#refuse(upgrade, gatehouseError('invalid_request', { reason: error.message, cause: error })),
+    });
+    // Refused (answered and logged just above), or the client's socket was gone.
     if (client === undefined) {
       upstream.terminate();
       if (upgrade.status === undefined) this.#accessLog(upgrade);
@@ -248,18 +235,6 @@ export class WebSocketProxy {
     response.pipe(socket);
   }
 
-  /** The upstream's 101 headers worth passing on (cookies, say); `ws` writes the handshake's own. */
-  #extraHeaderLines(upstreamHeaders: IncomingHttpHeaders, requestId: string): string[] {
-    const headers = this.#options.headers.responseHeaders(upstreamHeaders);
-    const lines: string[] = [];
-    for (const [name, value] of Object.entries(headers)) {
-      if (value === undefined || name.startsWith('sec-websocket-') || name === REQUEST_ID_HEADER) continue;
-      for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
-    }
-    lines.push(`${REQUEST_ID_HEADER}: ${requestId}`);
-    return lines;
-  }
-
   #refuse(upgrade: Upgrade, error: unknown): void {
     const gatehouse = toGatehouseError(error);
     if (!gatehouse.expose) {
@@ -269,7 +244,9 @@ export class WebSocketProxy {
       );
     }
     upgrade.status = gatehouse.status;
-    if (gatehouse.expose) this.#options.logger.debug({ reqId: upgrade.requestId, traceId: upgrade.trace.traceId, reason: gatehouse.reason }, 'websocket upgrade refused');
+    if (gatehouse.expose) {
+      this.#options.logger.debug({ reqId: upgrade.requestId, traceId: upgrade.trace.traceId, reason: gatehouse.reason }, 'websocket upgrade refused');
+    }
     this.#accessLog(upgrade);
     writeErrorToSocket(upgrade.socket, gatehouse, upgrade.requestId);
   }
