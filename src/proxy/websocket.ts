@@ -18,6 +18,7 @@ import { responseHead, toGatehouseError, writeErrorToSocket } from '../http/erro
 import { gatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { redactUrl } from '../observability/logger.js';
+import type { CompiledRoute } from '../routing/route-table.js';
 import { REQUEST_ID_HEADER, requestId as requestIdOf } from '../observability/request-id.js';
 import { UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
@@ -162,7 +163,7 @@ export class WebSocketProxy {
         this.#dialing.delete(upgrade);
         socket.off('close', clientGone);
         pool.markUp(target);
-        if (answer.accepted) this.#accept(upgrade, answer.upstream, answer.headers);
+        if (answer.accepted) this.#accept(upgrade, route, answer.upstream, answer.headers);
         else this.#passOn(upgrade, answer.response, handshake.abandon);
       };
       const failed = (error: unknown) => {
@@ -181,7 +182,7 @@ export class WebSocketProxy {
   }
 
   /** The upstream accepted: the client's WebSocket is accepted with the upstream's subprotocol, and the two are joined. */
-  #accept(upgrade: Upgrade, upstream: WebSocket, upstreamHeaders: IncomingHttpHeaders): void {
+  #accept(upgrade: Upgrade, route: CompiledRoute, upstream: WebSocket, upstreamHeaders: IncomingHttpHeaders): void {
     const { req, socket, head } = upgrade;
     if (socket.destroyed || this.#closed) {
       upstream.terminate();
@@ -206,13 +207,13 @@ export class WebSocketProxy {
     this.#accessLog(upgrade, 'open');
     relay(client, upstream);
     const accepted = client;
-    const { principal, route } = upgrade;
+    const { principal } = upgrade;
     const tunnel: Tunnel = {
       principal: principal ?? null,
       end: (reason) => endTunnel(accepted, upstream, reason),
-      ...(principal && route && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal) }),
+      ...(principal && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal) }),
     };
-    const forget = this.#tunnels.add(tunnel, upgrade.route?.config.closeWebSocketOnExpiry ?? true);
+    const forget = this.#tunnels.add(tunnel, route.config.closeWebSocketOnExpiry);
     accepted.once('close', () => {
       forget();
       this.#accessLog(upgrade, 'close');
