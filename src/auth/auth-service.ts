@@ -12,16 +12,11 @@ import { TokenError, type TokenClaims, type TokenSet } from '../tokens/types.js'
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { BearerAuthenticator } from './bearer-authenticator.js';
 import type { LoginAudit } from './login-audit.js';
-import { LoginGuard } from './login-guard.js';
+import { LoginGuard, type AttemptContext } from './login-guard.js';
 import type { Principal } from '../core/principal.js';
 
-/** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
-export interface AttemptContext {
-  address: string;
-  requestId: string;
-  /** The request's W3C trace id: the audit line carries it like every line of the request. */
-  traceId?: string;
-}
+/** Where an attempt comes from; defined with the guard every attempt passes. */
+export type { AttemptContext } from './login-guard.js';
 
 /** What the spec's endpoints ask of login, whichever identity mode answers (local here, a fronted provider in oidc/). */
 export interface Authentication {

@@ -12,8 +12,15 @@
 import { isGatehouseError } from '../core/errors.js';
 import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
-import type { AttemptContext } from './auth-service.js';
 import type { AuditFacts, LoginAudit, LoginMethod } from './login-audit.js';
+
+/** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
+export interface AttemptContext {
+  address: string;
+  requestId: string;
+  /** The request's W3C trace id: the audit line carries it like every line of the request. */
+  traceId?: string;
+}
 
 /** Who a login or refresh admitted, for the success line. */
 export interface Admitted {
