@@ -53,7 +53,10 @@ export async function runBuildsSection(): Promise<Row[]> {
     const old = await startGatehouse({ routes, extra, distDir: baseline.distDir });
     servers.push(current, old);
     const subjects: Subject[] = [];
-    for (const [name, gatehouse] of [[`baseline ${ref}`, old], ['this tree', current]] as const) {
+    for (const [name, gatehouse] of [
+      [`baseline ${ref}`, old],
+      ['this tree', current],
+    ] as const) {
       const tokens = await loginTokens(gatehouse.url);
       subjects.push({ name, url: `${gatehouse.url}/items/1`, headers: { authorization: `Bearer ${tokens.access_token}` }, cpuMicros: gatehouse.cpuMicros });
     }

@@ -89,7 +89,10 @@ async function floodOnce(name: string, passwordHashing: Record<string, number> |
     await Promise.all([...Array.from({ length: FLOODERS }, flooder), measurer(), legitimate()]);
     return {
       name,
-      floodAnswers: [...floodStatuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' '),
+      floodAnswers: [...floodStatuses]
+        .sort(([a], [b]) => a - b)
+        .map(([status, count]) => `${status}×${count}`)
+        .join(' '),
       refreshP50Ms: percentile(refreshMs, 0.5),
       refreshP99Ms: percentile(refreshMs, 0.99),
       firstUseP50Ms: percentile(firstUseMs, 0.5),

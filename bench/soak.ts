@@ -45,7 +45,10 @@ interface Sample {
 
 const mib = (value: number) => `${value.toFixed(1)} MiB`;
 /** The machine may be shared: its load says how far the latencies are the gateway's own. */
-const machineLoad = () => `load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`;
+const machineLoad = () =>
+  `load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}`;
 
 buildGatehouse();
 const redis = await startRedisServer();

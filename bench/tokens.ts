@@ -56,12 +56,7 @@ export async function benchTokens(options: BenchTokensOptions = {}): Promise<Row
   }
 }
 
-async function benchAlgorithm(
-  alg: SigningAlgorithm,
-  keys: Awaited<ReturnType<typeof loadKeySet>>,
-  ops: number,
-  warmupOps: number,
-): Promise<Row> {
+async function benchAlgorithm(alg: SigningAlgorithm, keys: Awaited<ReturnType<typeof loadKeySet>>, ops: number, warmupOps: number): Promise<Row> {
   const issuer = new TokenIssuer({ keys, issuer: ISSUER, audience: AUDIENCE, accessTokenTtlS: 60, refreshTokenTtlS: HOUR_S });
   const verifier = new TokenVerifier({ keys, issuer: ISSUER, audience: AUDIENCE, clockToleranceS: 5 });
   const now = Date.now();

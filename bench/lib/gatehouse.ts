@@ -84,9 +84,7 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
   }
   const file = join(dir, 'gatehouse.yaml');
   writeFileSync(file, stringify(config));
-  const entry = options.engine
-    ? [ENGINE_LAUNCHER, options.engine, file]
-    : [join(options.distDir ?? 'dist', 'main.js'), 'start', '--config', file];
+  const entry = options.engine ? [ENGINE_LAUNCHER, options.engine, file] : [join(options.distDir ?? 'dist', 'main.js'), 'start', '--config', file];
   // Logs go where production logs go: a file descriptor the process writes to.
   const child = own(
     spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
@@ -99,7 +97,10 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gatehouse exited with ${child.exitCode}`);
-    const ready = await fetch(`${adminUrl}/readyz`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${adminUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (Date.now() > deadline) throw new Error('gatehouse did not become ready');
     await new Promise((resolve) => setTimeout(resolve, 100));

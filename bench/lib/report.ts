@@ -47,7 +47,7 @@ export function printTable(title: string, rows: Row[], baseline?: string): void 
     ['errors', (r) => fixed(r.errors, 0)],
     ['note', (r) => r.note ?? ''],
   ];
-  const used = columns.filter(([, cell]) => rows.some((r) => !['—', ''].includes(cell(r))) );
+  const used = columns.filter(([, cell]) => rows.some((r) => !['—', ''].includes(cell(r))));
   const cells = [used.map(([h]) => h), ...rows.map((r) => used.map(([, cell]) => cell(r)))];
   const widths = used.map((_, i) => Math.max(...cells.map((line) => line[i]!.length)));
   const line = (values: string[]) => `| ${values.map((v, i) => (i === 0 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join(' | ')} |`;

@@ -222,11 +222,16 @@ export class SoakTraffic {
   }
 
   #internal(id: string, status: Terminal, expectedStatus: number): Promise<CallAnswer> {
-    return this.#call('report', `${this.#target.adminUrl}/internal/v1/requests/${id}/status`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${this.#target.serviceToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ status }),
-    }, expectedStatus);
+    return this.#call(
+      'report',
+      `${this.#target.adminUrl}/internal/v1/requests/${id}/status`,
+      {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${this.#target.serviceToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ status }),
+      },
+      expectedStatus,
+    );
   }
 
   #takePending(): string | undefined {

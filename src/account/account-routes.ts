@@ -57,7 +57,10 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
 
   app.post<{ Body: NewKeyRequest }>(ACCOUNT_API_KEYS_PATH, { bodyLimit: bodyLimitBytes, schema: { body: newKeyBody } }, async (request, reply) => {
     const principal = await caller(request);
-    return reply.code(201).headers(NO_STORE).send(await account.createKey(principal, request.body));
+    return reply
+      .code(201)
+      .headers(NO_STORE)
+      .send(await account.createKey(principal, request.body));
   });
 
   app.delete<{ Params: { id: string } }>(ACCOUNT_API_KEY_PATH, async (request, reply) => {

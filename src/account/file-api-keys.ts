@@ -23,7 +23,10 @@ export class FileApiKeys implements ApiKeyDirectory {
   }
 
   async list(owner: KeyOwner): Promise<HeldApiKey[]> {
-    return this.#identity.apiKeysOf(owner.sub).filter((key) => key.revokedAt === undefined).map((key) => ({ ...key, sub: owner.sub }));
+    return this.#identity
+      .apiKeysOf(owner.sub)
+      .filter((key) => key.revokedAt === undefined)
+      .map((key) => ({ ...key, sub: owner.sub }));
   }
 
   create(owner: KeyOwner, key: NewApiKey, maxPerUser: number): Promise<HeldApiKey> {

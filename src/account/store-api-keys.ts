@@ -80,4 +80,3 @@ function held(sub: string, text: string): HeldApiKey | null {
 function byCreation(a: ApiKeyRecord, b: ApiKeyRecord): number {
   return a.createdAt.localeCompare(b.createdAt);
 }
-

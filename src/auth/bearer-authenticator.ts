@@ -119,7 +119,9 @@ export class BearerAuthenticator {
     try {
       return bearerToken(headers);
     } catch (error) {
-      this.#metrics?.authRefusals.inc({ reason: headers.authorization === undefined || headers.authorization === '' ? 'no bearer token' : 'not a bearer token' });
+      this.#metrics?.authRefusals.inc({
+        reason: headers.authorization === undefined || headers.authorization === '' ? 'no bearer token' : 'not a bearer token',
+      });
       throw error;
     }
   }

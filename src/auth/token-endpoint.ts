@@ -13,7 +13,6 @@ import { attemptContext, sendTokenSet } from './auth-routes.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
 import type { Principal } from '../core/principal.js';
 
-
 export interface TokenEndpointOptions {
   auth: AuthService;
   bodyLimitBytes: number;
@@ -73,7 +72,12 @@ function toOAuthError(error: unknown): OAuthError {
     default:
       return gatehouse.expose
         ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status, gatehouse.headers)
-        : new OAuthError(gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error', 'the request could not be served', gatehouse.status, gatehouse.headers);
+        : new OAuthError(
+            gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error',
+            'the request could not be served',
+            gatehouse.status,
+            gatehouse.headers,
+          );
   }
 }
 
@@ -87,7 +91,7 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 }
 
 export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {
-  const { auth, bodyLimitBytes, clients, issuer, clientAddress } = options;
+  const { auth, bodyLimitBytes, clientAddress } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: bodyLimitBytes }, (_request, body, done) => {
     try {

@@ -22,7 +22,11 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
       details: '  The users file keeps only a digest of the key: copy it when it is shown.',
       run: create,
     },
-    revoke: { synopsis: 'revoke KEYID', summary: 'revoke an API key (the users file\'s, or with Redis one a user made) and end the sessions opened with it', run: revoke },
+    revoke: {
+      synopsis: 'revoke KEYID',
+      summary: "revoke an API key (the users file's, or with Redis one a user made) and end the sessions opened with it",
+      run: revoke,
+    },
     list: { synopsis: 'list [USER]', summary: 'list API keys, with Redis those users made too (ids and dates, never a secret)', run: list },
   },
 };
@@ -32,7 +36,12 @@ export async function runApiKeysCommand(args: string[], io: CliIo): Promise<numb
 }
 
 /** The key's scope from the options; undefined when none narrows it. */
-function keyScope(values: { role?: string[] | undefined; scope?: string[] | undefined; 'read-only'?: boolean | undefined; 'expires-in-days'?: string | undefined }): KeyScope | undefined {
+function keyScope(values: {
+  role?: string[] | undefined;
+  scope?: string[] | undefined;
+  'read-only'?: boolean | undefined;
+  'expires-in-days'?: string | undefined;
+}): KeyScope | undefined {
   const days = values['expires-in-days'];
   if (days !== undefined && !/^[1-9]\d{0,4}$/.test(days)) throw new UsageError('--expires-in-days takes a whole number of days (1 to 99999)');
   const scope: KeyScope = {
@@ -102,7 +111,9 @@ async function list(args: string[], io: CliIo): Promise<number> {
 
   // Key ids and metadata only: never a digest. With Redis, users' own keys too (deleted when revoked).
   const users = Object.entries(data.users).filter(([name]) => only === undefined || name === only);
-  const stored = io.store?.url ? await withStoreKeys(io.store, (keys) => Promise.all(users.map(([username, user]) => keys.list({ sub: user.id, username })))) : [];
+  const stored = io.store?.url
+    ? await withStoreKeys(io.store, (keys) => Promise.all(users.map(([username, user]) => keys.list({ sub: user.id, username }))))
+    : [];
   const rows = users.flatMap(([name, user], index) =>
     [...user.apiKeys, ...(stored[index] ?? [])].map((key) => [key.id, name, printable(key.label ?? '-') || '-', key.createdAt, key.revokedAt ?? '-']),
   );

@@ -109,7 +109,7 @@ ${formatTable(commands)}
 Options:
 ${formatTable([
   ['  -c, --config FILE', 'the config file; else $GATEHOUSE_CONFIG, else the embedded default'],
-  ['  -h, --help', 'this text; after a command, that command\'s usage'],
+  ['  -h, --help', "this text; after a command, that command's usage"],
   ['  -v, --version', 'the version'],
 ])}
 

@@ -96,7 +96,7 @@ async function unlock(args: string[], io: CliIo): Promise<number> {
   const username = singlePositional(positionals, 'NAME');
   getUser(await readUsersFile(io.usersFile), username); // a typo is told, not silently "unlocked"
   const url = io.store?.url;
-  if (!url || !io.store) throw new CliError('no store.url is configured: throttling lives in the running gateway\'s memory (restart it to clear)');
+  if (!url || !io.store) throw new CliError("no store.url is configured: throttling lives in the running gateway's memory (restart it to clear)");
   const cleared = await unlockUsername({ ...io.store, url }, username);
   writeLine(io.stdout, `unlocked user ${username} (${cleared} throttling record${cleared === 1 ? '' : 's'} cleared)`);
   return EXIT_OK;
@@ -147,12 +147,7 @@ async function list(args: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   // Never the password hash nor key hashes: a listing gets pasted into tickets.
-  const rows = users.map(([name, user]) => [
-    name,
-    user.id,
-    user.disabled ? 'disabled' : 'enabled',
-    String(user.apiKeys.filter(isApiKeyActive).length),
-  ]);
+  const rows = users.map(([name, user]) => [name, user.id, user.disabled ? 'disabled' : 'enabled', String(user.apiKeys.filter(isApiKeyActive).length)]);
   writeLine(io.stdout, formatTable([['NAME', 'ID', 'STATUS', 'ACTIVE KEYS'], ...rows]));
   return EXIT_OK;
 }

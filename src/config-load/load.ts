@@ -73,7 +73,10 @@ export function readConfigFile(file: string): unknown {
   }
   const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
-    throw new ConfigError(file, document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
+    throw new ConfigError(
+      file,
+      document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`),
+    );
   }
   try {
     return document.toJS() ?? {};
@@ -163,9 +166,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
 /** `routes[2].upstreams[0]`: keys joined by dots, array indexes in brackets. */
 export function formatPath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return '(top level)';
-  return path
-    .map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`))
-    .join('');
+  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`)).join('');
 }
 
 /**

@@ -39,11 +39,13 @@ export function checkRouteRules(
     for (const [path, rule] of rules) {
       for (const list of ['anyRole', 'allRoles'] as const) {
         (rule[list] ?? []).forEach((role, i) => {
-          if (!roles.has(role)) issues.push({ code: 'custom', path: [...path, list, i], message: `unknown role "${role}": declare it in authorization.roles`, input: role });
+          if (!roles.has(role))
+            issues.push({ code: 'custom', path: [...path, list, i], message: `unknown role "${role}": declare it in authorization.roles`, input: role });
         });
       }
       (rule.scopes ?? []).forEach((scope, i) => {
-        if (!scopes.has(scope)) issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
+        if (!scopes.has(scope))
+          issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
       });
     }
   });
@@ -61,10 +63,15 @@ export function checkProviderCredentials(identity: ProviderCredentials, issues: 
   if (identity.provider !== 'oidc') return;
   const needsKey = identity.clientAuth === 'private_key_jwt';
   if (needsKey && identity.privateKeyFile === undefined) {
-    issues.push({ code: 'custom', path: ['identity', 'privateKeyFile'], message: 'private_key_jwt needs the client\'s private key file', input: undefined });
+    issues.push({ code: 'custom', path: ['identity', 'privateKeyFile'], message: "private_key_jwt needs the client's private key file", input: undefined });
   }
   if (!needsKey && identity.clientSecret === undefined) {
-    issues.push({ code: 'custom', path: ['identity', 'clientSecret'], message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`, input: undefined });
+    issues.push({
+      code: 'custom',
+      path: ['identity', 'clientSecret'],
+      message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`,
+      input: undefined,
+    });
   }
 }
 
@@ -75,11 +82,21 @@ export function checkServerLimits(
 ): void {
   // Workers do not share memory: sessions and statuses must live in Redis.
   if (server.workers !== 1 && !store.url) {
-    issues.push({ code: 'custom', path: ['server', 'workers'], message: 'more than one worker needs store.url (Redis): workers share no memory', input: server.workers });
+    issues.push({
+      code: 'custom',
+      path: ['server', 'workers'],
+      message: 'more than one worker needs store.url (Redis): workers share no memory',
+      input: server.workers,
+    });
   }
   // The head is part of the request: Node refuses a head deadline past the whole one.
   const { headersTimeoutMs, requestTimeoutMs } = server;
   if (headersTimeoutMs > requestTimeoutMs) {
-    issues.push({ code: 'custom', path: ['server', 'headersTimeoutMs'], message: `must be at most server.requestTimeoutMs (${requestTimeoutMs})`, input: headersTimeoutMs });
+    issues.push({
+      code: 'custom',
+      path: ['server', 'headersTimeoutMs'],
+      message: `must be at most server.requestTimeoutMs (${requestTimeoutMs})`,
+      input: headersTimeoutMs,
+    });
   }
 }

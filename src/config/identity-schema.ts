@@ -46,20 +46,22 @@ export const OidcIdentitySchema = z.strictObject({
   /** The audience (resource indicator) access tokens must carry. */
   audience: z.string().min(1).optional(),
   /** Which claims carry the login name, the roles and the groups. */
-  claims: z.strictObject({
-    /** The claim with the login name (the identity headers' username). */
-    username: z.string().min(1).default('preferred_username'),
-    /** The claim with the user's roles, a list (what route rules' `anyRole` and `allRoles` check). */
-    roles: z.string().min(1).default('roles'),
-    /** The claim with the user's groups, a list. */
-    groups: z.string().min(1).default('groups'),
-    /**
-     * The provider's session id (Keycloak's `sid`, in every token of a login):
-     * a logout at the gateway ends every token naming it. A token without it
-     * is its own session.
-     */
-    session: z.string().min(1).default('sid'),
-  }).prefault({}),
+  claims: z
+    .strictObject({
+      /** The claim with the login name (the identity headers' username). */
+      username: z.string().min(1).default('preferred_username'),
+      /** The claim with the user's roles, a list (what route rules' `anyRole` and `allRoles` check). */
+      roles: z.string().min(1).default('roles'),
+      /** The claim with the user's groups, a list. */
+      groups: z.string().min(1).default('groups'),
+      /**
+       * The provider's session id (Keycloak's `sid`, in every token of a login):
+       * a logout at the gateway ends every token naming it. A token without it
+       * is its own session.
+       */
+      session: z.string().min(1).default('sid'),
+    })
+    .prefault({}),
   /** `refresh_expires_in` to answer when the provider leaves it out (its refresh-token lifetime, in seconds). */
   refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
   /** A refresh token used as a bearer is introspected at the provider at most once per this many seconds, across all instances. */
@@ -105,11 +107,14 @@ export const TokensSchema = z.strictObject({
    * introspection (RFC 7662) and revocation (RFC 7009); each secret is kept
    * as a scrypt hash, as `gatehouse users` writes passwords.
    */
-  clients: z.array(z.strictObject({
-    /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
-    id: z.string().min(1).max(200),
-    /** A scrypt hash of the client's secret, in the users file's format. */
-    secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
-  })).default([]),
+  clients: z
+    .array(
+      z.strictObject({
+        /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
+        id: z.string().min(1).max(200),
+        /** A scrypt hash of the client's secret, in the users file's format. */
+        secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
+      }),
+    )
+    .default([]),
 });
-

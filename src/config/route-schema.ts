@@ -51,7 +51,11 @@ export const AuthorizeSchema = z.strictObject({
 export const CorsSchema = z.strictObject({
   /** Origins that may call: exact (`https://app.example.com`), or with one `*` for a subdomain label (`https://*.example.com`, never the bare domain). */
   allowedOrigins: z
-    .array(z.string().regex(/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'must be an origin (scheme://host[:port]), optionally https://*.example.com' }))
+    .array(
+      z
+        .string()
+        .regex(/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'must be an origin (scheme://host[:port]), optionally https://*.example.com' }),
+    )
     .min(1),
   /** Methods a preflight may ask for (`Access-Control-Allow-Methods`). */
   allowedMethods: z.array(z.enum(HTTP_METHODS)).min(1).default(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
@@ -86,7 +90,10 @@ export const RouteSchema = z.strictObject({
   /** The backends, round-robin over those not marked down. */
   upstreams: z.array(httpUrl).min(1),
   /** Replaces the matched prefix before forwarding (e.g. `/api/v1/orders` → `/orders`). */
-  rewritePrefix: z.string().regex(/^\/[^?#]*$/).optional(),
+  rewritePrefix: z
+    .string()
+    .regex(/^\/[^?#]*$/)
+    .optional(),
   /** `required`: a valid bearer token (401 otherwise); `none`: a public route. */
   auth: z.enum(['required', 'none']).default('required'),
   /** Pass the client's `Authorization` header on to the upstream (else it is removed). */
@@ -157,4 +164,3 @@ export const RouteSchema = z.strictObject({
     })
     .prefault({}),
 });
-

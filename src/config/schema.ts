@@ -37,7 +37,10 @@ export function createConfigSchema(checks: ContentChecks) {
       /** Browser applications on other origins that may call the gateway's own endpoints (login, refresh, token, status). */
       cors: CorsSchema.optional(),
       account: AccountSchema.prefault({}),
-      routes: z.array(RouteSchema).superRefine((routes, ctx): void => checks.routes(routes, ctx), { when: always }).default([]),
+      routes: z
+        .array(RouteSchema)
+        .superRefine((routes, ctx): void => checks.routes(routes, ctx), { when: always })
+        .default([]),
     })
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))

@@ -14,7 +14,14 @@ export function serverSchema(checks: ContentChecks) {
     /** Body limit of the gateway's own JSON endpoints; proxied routes have their own. */
     apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
     /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed, and whose connections the per-address cap does not count. */
-    trustedProxies: z.array(z.string().min(1).superRefine((entry, ctx): void => checks.trustedProxy(entry, ctx), { when: withoutIssues })).default([]),
+    trustedProxies: z
+      .array(
+        z
+          .string()
+          .min(1)
+          .superRefine((entry, ctx): void => checks.trustedProxy(entry, ctx), { when: withoutIssues }),
+      )
+      .default([]),
     /**
      * Worker processes sharing the listeners (node:cluster): a number, or
      * `auto` for one per CPU. More than one needs a shared store (Redis);

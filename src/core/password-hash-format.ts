@@ -60,9 +60,15 @@ function decodeBase64Url(text: string): Buffer | null {
 
 export function paramsAreAcceptable({ logN, r, p }: ScryptParams): boolean {
   return (
-    Number.isInteger(logN) && logN >= 1 && logN <= MAX_LOG_N &&
-    Number.isInteger(r) && r >= 1 && r <= MAX_R &&
-    Number.isInteger(p) && p >= 1 && p <= MAX_P &&
+    Number.isInteger(logN) &&
+    logN >= 1 &&
+    logN <= MAX_LOG_N &&
+    Number.isInteger(r) &&
+    r >= 1 &&
+    r <= MAX_R &&
+    Number.isInteger(p) &&
+    p >= 1 &&
+    p <= MAX_P &&
     scryptMemoryBytes({ logN, r, p }) <= MAX_MEMORY_BYTES
   );
 }
@@ -71,4 +77,3 @@ export function paramsAreAcceptable({ logN, r, p }: ScryptParams): boolean {
 export function scryptMemoryBytes({ logN, r, p }: ScryptParams): number {
   return 128 * r * (2 ** logN + 2 + p);
 }
-

@@ -57,10 +57,5 @@ export function watchFile(file: string, onChange: (current: Stats) => void | Pro
  * and the size. A file missing before and after (all zeros) did not change.
  */
 export function fileChanged(current: Stats, previous: Stats): boolean {
-  return (
-    current.mtimeMs !== previous.mtimeMs ||
-    current.ctimeMs !== previous.ctimeMs ||
-    current.size !== previous.size ||
-    current.ino !== previous.ino
-  );
+  return current.mtimeMs !== previous.mtimeMs || current.ctimeMs !== previous.ctimeMs || current.size !== previous.size || current.ino !== previous.ino;
 }

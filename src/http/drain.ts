@@ -33,7 +33,10 @@ export class Drain {
     const grace = new AbortController();
     try {
       const finished = await Promise.race([
-        closing.then(() => true, () => true),
+        closing.then(
+          () => true,
+          () => true,
+        ),
         delay(graceMs, false, { signal: grace.signal }).catch(() => true),
       ]);
       if (finished) return 0;

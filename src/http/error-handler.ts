@@ -23,7 +23,6 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
   void sendError(reply, gatehouse);
 }
 
-
 async function errorHandlerPlugin(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const gatehouse = toGatehouseError(error);

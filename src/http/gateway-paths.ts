@@ -96,7 +96,7 @@ export const GATEWAY_PATH_ROOTS = [ACCOUNT_PATH, ACCOUNT_PAGE_PATH] as const;
 export function isGatewayPath(path: string): boolean {
   // A handful of prefix checks: cheaper than any lookup structure at this size.
   for (const prefix of GATEWAY_PATH_PREFIXES) if (path.startsWith(prefix)) return true;
-  for (const root of GATEWAY_PATH_ROOTS) if (path.startsWith(root) && (path.length === root.length || path.charCodeAt(root.length) === 47 /* / */)) return true;
+  for (const root of GATEWAY_PATH_ROOTS) if (path.startsWith(root) && (path.length === root.length || path.charCodeAt(root.length) === 47) /* / */) return true;
   return false;
 }
 

@@ -16,7 +16,7 @@ import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.j
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
-import type { PasswordCheckOptions, PasswordVerifier } from './password-check-options.js';
+import type { PasswordCheckOptions } from './password-check-options.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UsersFileData } from './users-file.js';
 import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
 
@@ -229,7 +229,15 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
       return null;
     }
     const grants = grantsOf(user.record.roles ?? [], user.record.groups ?? [], key.scope);
-    return { sub: user.record.id, username: user.username, method: 'api_key', apiKeyId: key.id, roles: grants.roles, groups: grants.groups, ...(key.scope && { keyScope: key.scope }) };
+    return {
+      sub: user.record.id,
+      username: user.username,
+      method: 'api_key',
+      apiKeyId: key.id,
+      roles: grants.roles,
+      groups: grants.groups,
+      ...(key.scope && { keyScope: key.scope }),
+    };
   }
 
   async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot, clientAddress: string): Promise<Identity | null> {

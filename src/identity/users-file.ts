@@ -121,7 +121,10 @@ export function parseUsersFile(text: string, source: string): UsersFileData {
   const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
     // Only the first line: the following ones quote the file, which may hold hashes.
-    throw new UsersFileError(source, document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`));
+    throw new UsersFileError(
+      source,
+      document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`),
+    );
   }
   const raw: unknown = document.toJS() ?? {};
   const problems: string[] = [];

@@ -87,7 +87,10 @@ function isCredentialName(raw: string): boolean {
   if (SECRET_NAME_PART.test(name)) return true;
   if (!SECRET_WORD_HINT.test(name)) return false;
   // Words: split at anything not a letter or digit, and where camelCase turns upper.
-  for (const word of name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/)) {
+  for (const word of name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)) {
     if (SECRET_NAME_WORDS.has(word)) return true;
   }
   return false;

@@ -76,7 +76,11 @@ export class ProviderTokenVerifier {
     const { issuer, settings, clockToleranceS } = this.#options;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#getKey, { issuer, clockTolerance: clockToleranceS, ...(settings.audience && { audience: settings.audience }) }));
+      ({ payload } = await jwtVerify(token, this.#getKey, {
+        issuer,
+        clockTolerance: clockToleranceS,
+        ...(settings.audience && { audience: settings.audience }),
+      }));
     } catch (error) {
       if (error instanceof joseErrors.JOSEError && !isFetchFailure(error)) {
         throw gatehouseError('invalid_bearer_token', { reason: `provider token refused (${error.code})`, cause: error });
@@ -104,7 +108,10 @@ function isFetchFailure(error: unknown): boolean {
 }
 
 function keySetFailure(error: unknown) {
-  return gatehouseError(error instanceof joseErrors.JWKSTimeout ? 'identity_provider_timeout' : 'identity_provider_unreachable', { reason: 'the provider key set could not be fetched', cause: error });
+  return gatehouseError(error instanceof joseErrors.JWKSTimeout ? 'identity_provider_timeout' : 'identity_provider_unreachable', {
+    reason: 'the provider key set could not be fetched',
+    cause: error,
+  });
 }
 
 export function stringList(value: unknown): string[] {

@@ -66,7 +66,8 @@ export class IntrospectionCache {
   async #introspectAndKeep(key: string, token: string): Promise<IntrospectedToken> {
     const value = await this.#options.introspect(token);
     const now = this.#now();
-    // Until the token expires, and no longer than the interval; an inactive answer is kept the interval too, so a flood of bad tokens does not reach the provider.
+    // Until the token expires, and no longer than the interval; an inactive answer is kept the
+    // interval too, so a flood of bad tokens does not reach the provider.
     const lifeMs = value.active && value.exp !== undefined ? value.exp * 1000 - now : this.#options.intervalMs;
     const ttlMs = Math.min(this.#options.intervalMs, lifeMs);
     if (ttlMs > 0) await this.#write(key, value, ttlMs);
@@ -101,7 +102,10 @@ export class IntrospectionCache {
 }
 
 /** The provider's introspection answer in the configured claims' words (null: not active). */
-export function fromIntrospection(answer: Record<string, unknown> | null, claims: { username: string; roles: string; groups: string; session?: string }): IntrospectedToken {
+export function fromIntrospection(
+  answer: Record<string, unknown> | null,
+  claims: { username: string; roles: string; groups: string; session?: string },
+): IntrospectedToken {
   if (!answer || answer.active !== true || typeof answer.sub !== 'string') return { active: false };
   const username = answer[claims.username] ?? answer.username;
   return {

@@ -74,7 +74,8 @@ export class ProviderAuth implements Authentication {
     const { connection, store } = this.#options;
     return this.#guard.refresh(context, async () => {
       // Spec 7 fixes the refresh failure's reason: the precise one (here: session ended) stays in the cause.
-      if (await store.providerSessionEnded(tokenSessionId(refreshToken))) throw gatehouseError('invalid_refresh_token', { cause: new TokenError(SESSION_ENDED) });
+      if (await store.providerSessionEnded(tokenSessionId(refreshToken)))
+        throw gatehouseError('invalid_refresh_token', { cause: new TokenError(SESSION_ENDED) });
       const tokens = await (await connection.connect()).client.refresh(refreshToken);
       const who = await this.#admitted(tokens.access_token, 'invalid_refresh_token');
       return { result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } };
@@ -95,7 +96,10 @@ export class ProviderAuth implements Authentication {
     const { client } = await connection.connect();
     if (client.canRevoke) {
       await client.revoke(token, principal.tokenType === 'Refresh' ? 'refresh_token' : 'access_token').catch((error: unknown) => {
-        logger.warn({ event: 'oidc_revocation_failed', err: error, sub: principal.sub }, 'the provider did not take the revocation; the session is ended here only');
+        logger.warn(
+          { event: 'oidc_revocation_failed', err: error, sub: principal.sub },
+          'the provider did not take the revocation; the session is ended here only',
+        );
       });
     }
     const untilMs = Date.now() + endedSessionTtlS * 1000;

@@ -59,7 +59,8 @@ export class OidcProviderClient {
    * used as bearer tokens, spec 5.9). Null when the token is not active.
    */
   async introspect(token: string): Promise<client.IntrospectionResponse | null> {
-    if (!this.metadata.introspection_endpoint) throw gatehouseError('identity_provider_invalid_response', { reason: 'the provider has no introspection endpoint' });
+    if (!this.metadata.introspection_endpoint)
+      throw gatehouseError('identity_provider_invalid_response', { reason: 'the provider has no introspection endpoint' });
     let answer: client.IntrospectionResponse;
     try {
       answer = await client.tokenIntrospection(this.#config, token);
@@ -117,7 +118,11 @@ async function clientAuthentication(settings: OidcIdentityConfig): Promise<clien
  */
 export function toTokenSet(answer: client.TokenEndpointResponse, refusal: Refusal, defaultRefreshTtlS: number): TokenSet {
   const refreshToken = answer.refresh_token;
-  if (typeof answer.access_token !== 'string' || typeof answer.expires_in !== 'number' || (refusal === 'invalid_user_credentials' && typeof refreshToken !== 'string')) {
+  if (
+    typeof answer.access_token !== 'string' ||
+    typeof answer.expires_in !== 'number' ||
+    (refusal === 'invalid_user_credentials' && typeof refreshToken !== 'string')
+  ) {
     throw gatehouseError('identity_provider_invalid_response', { reason: 'the token response lacks access_token, expires_in or refresh_token' });
   }
   const refreshExpiresIn = typeof answer.refresh_expires_in === 'number' ? answer.refresh_expires_in : defaultRefreshTtlS;
@@ -136,9 +141,11 @@ function isRefusal(error: unknown): boolean {
 }
 
 function providerFailure(error: unknown) {
-  const code: ErrorCode = isTimeout(error) ? 'identity_provider_timeout'
-    : isNetworkFailure(error) || serverErrorStatus(error) ? 'identity_provider_unreachable'
-    : 'identity_provider_invalid_response';
+  const code: ErrorCode = isTimeout(error)
+    ? 'identity_provider_timeout'
+    : isNetworkFailure(error) || serverErrorStatus(error)
+      ? 'identity_provider_unreachable'
+      : 'identity_provider_invalid_response';
   return gatehouseError(code, { cause: error });
 }
 

@@ -82,7 +82,8 @@ export class ProviderConnection {
       const { issuer, jwks_uri: jwksUri } = client.metadata;
       if (typeof jwksUri !== 'string') throw gatehouseError('identity_provider_invalid_response', { reason: 'the discovery document names no jwks_uri' });
       const verifier = new ProviderTokenVerifier({ issuer, jwksUri, settings, clockToleranceS, cooldownMs: settings.keySetRefetchCooldownS * 1000 });
-      verifier.onStaleKeys = (error) => this.#logger.warn({ event: 'oidc_stale_keys', err: error }, 'the provider key set could not be refetched; verifying with the last good keys');
+      verifier.onStaleKeys = (error) =>
+        this.#logger.warn({ event: 'oidc_stale_keys', err: error }, 'the provider key set could not be refetched; verifying with the last good keys');
       this.#parts = { client, verifier };
       this.#lastFailure = undefined;
       return this.#parts;

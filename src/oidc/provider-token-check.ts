@@ -56,7 +56,9 @@ export class ProviderTokenCheck implements TokenCheck {
     const principal = signedWithPublishedKey(token) ? await this.#verifyAccessToken(token) : await this.#introspect(token);
     let ended: boolean;
     try {
-      ended = await this.#store.providerSessionEnded(principal.sid) || (principal.sid !== tokenSessionId(token) && (await this.#store.providerSessionEnded(tokenSessionId(token))));
+      ended =
+        (await this.#store.providerSessionEnded(principal.sid)) ||
+        (principal.sid !== tokenSessionId(token) && (await this.#store.providerSessionEnded(tokenSessionId(token))));
     } catch (error) {
       throw storeUnavailable(error);
     }

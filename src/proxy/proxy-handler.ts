@@ -93,7 +93,10 @@ export class ProxyHandler {
       if (pending === undefined) this.#admitted(exchange);
       else {
         pending
-          .then(() => this.#admitted(exchange), (error: unknown) => this.#fail(exchange, error))
+          .then(
+            () => this.#admitted(exchange),
+            (error: unknown) => this.#fail(exchange, error),
+          )
           // Never an unhandled rejection (it would take the process down).
           .catch((error: unknown) => this.#fail(exchange, error));
       }
@@ -169,7 +172,10 @@ export class ProxyHandler {
           return;
         }
         pool.markDown(target, Date.now());
-        this.#options.logger.warn({ reqId: exchange.requestId, traceId: exchange.trace.traceId, upstream: target.origin, route: route.name }, 'upstream target marked down');
+        this.#options.logger.warn(
+          { reqId: exchange.requestId, traceId: exchange.trace.traceId, upstream: target.origin, route: route.name },
+          'upstream target marked down',
+        );
         // Nothing reached the target: a request without a body can go to the next one.
         const tried = failed ?? new Set<UpstreamTarget>();
         tried.add(target);
@@ -211,7 +217,16 @@ export class ProxyHandler {
     const { res, req } = exchange;
     const gatehouse: GatehouseError = toGatehouseError(error);
     if (!gatehouse.expose) {
-      this.#options.logger.error({ err: gatehouse.cause ?? gatehouse, reqId: exchange.requestId, traceId: exchange.trace.traceId, code: gatehouse.code, upstream: exchange.target?.origin }, 'proxied request failed');
+      this.#options.logger.error(
+        {
+          err: gatehouse.cause ?? gatehouse,
+          reqId: exchange.requestId,
+          traceId: exchange.trace.traceId,
+          code: gatehouse.code,
+          upstream: exchange.target?.origin,
+        },
+        'proxied request failed',
+      );
     }
     if (res.headersSent || res.destroyed) {
       res.destroy();

@@ -57,10 +57,7 @@ export class TunnelRegistry {
     this.#identity = options.identity;
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
-    this.#stopListening = [
-      options.sessions.onSessionEnded((sid) => this.#endSession(sid)),
-      options.identity.onChange(() => this.#recheckIdentities()),
-    ];
+    this.#stopListening = [options.sessions.onSessionEnded((sid) => this.#endSession(sid)), options.identity.onChange(() => this.#recheckIdentities())];
   }
 
   get size(): number {

@@ -118,7 +118,11 @@ export class WebSocketProxy {
       }
       const pending = this.#options.admission.admit(req, upgrade, token);
       if (pending === undefined) this.#dial(upgrade);
-      else pending.then(() => this.#dial(upgrade), (error: unknown) => this.#refuse(upgrade, error));
+      else
+        pending.then(
+          () => this.#dial(upgrade),
+          (error: unknown) => this.#refuse(upgrade, error),
+        );
     } catch (error) {
       this.#refuse(upgrade, error);
     }
@@ -272,8 +276,8 @@ export class WebSocketProxy {
       url: telemetry.detailed ? redactUrl(upgrade.url) : '',
       // 499 in the nginx manner: the client left before anything was answered.
       status: upgrade.status ?? 499,
-      bytesIn: event === 'close' ? (upgrade.socket as Partial<Socket>).bytesRead ?? 0 : 0,
-      bytesOut: event === 'close' ? (upgrade.socket as Partial<Socket>).bytesWritten ?? 0 : 0,
+      bytesIn: event === 'close' ? ((upgrade.socket as Partial<Socket>).bytesRead ?? 0) : 0,
+      bytesOut: event === 'close' ? ((upgrade.socket as Partial<Socket>).bytesWritten ?? 0) : 0,
       durationMs: performance.now() - upgrade.started,
       upstream: upgrade.target?.origin,
       upstreamMs: undefined,

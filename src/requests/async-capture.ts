@@ -139,7 +139,10 @@ export class AsyncCapture implements AcceptedAnswer {
             headers['retry-after'] ??= String(this.#options.retryAfterS);
           }
         } else {
-          this.#logger.info({ event: 'async_capture', outcome, requestId: id, route: record.route, reqId: exchange.reqId }, '202 passed through without a new record');
+          this.#logger.info(
+            { event: 'async_capture', outcome, requestId: id, route: record.route, reqId: exchange.reqId },
+            '202 passed through without a new record',
+          );
         }
       }
     } catch (error) {

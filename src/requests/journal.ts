@@ -59,7 +59,7 @@ export const nodeJournalFs: JournalFs = {
     const handle = await open(path, 'ax', 0o600);
     return {
       async write(data) {
-        for (let offset = 0; offset < data.length; ) offset += (await handle.write(data, offset)).bytesWritten;
+        for (let offset = 0; offset < data.length;) offset += (await handle.write(data, offset)).bytesWritten;
       },
       sync: () => handle.datasync(),
       close: () => handle.close(),

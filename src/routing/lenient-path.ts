@@ -28,7 +28,8 @@ export function lenientReading(path: string): string {
     let segment = semicolon === -1 ? raw : raw.slice(0, semicolon);
     if (segment !== '.' && segment !== '..') segment = segment.replace(/[. ]+$/, '');
     if (segment === '' || segment === '.') continue;
-    if (segment === '..') kept.pop(); // clamped at the root, as lenient servers do
+    if (segment === '..')
+      kept.pop(); // clamped at the root, as lenient servers do
     else kept.push(encodeSegment(segment));
   }
   return `/${kept.join('/')}`;
@@ -54,7 +55,7 @@ function decodeOnce(text: string): string {
 /** UTF-8 that also takes overlong forms; anything else that is not UTF-8 becomes U+FFFD. */
 function decodeUtf8Leniently(bytes: Buffer): string {
   let out = '';
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const lead = bytes[i]!;
     const extra = lead < 0x80 ? 0 : lead >= 0xc0 && lead < 0xe0 ? 1 : lead >= 0xe0 && lead < 0xf0 ? 2 : lead >= 0xf0 && lead < 0xf8 ? 3 : -1;
     let codePoint = extra <= 0 ? lead : lead & (0x3f >> extra);

@@ -146,7 +146,7 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
   let ambiguity: string | undefined;
   let utf8 = 0;
 
-  for (let i = 0; i < len; ) {
+  for (let i = 0; i < len;) {
     const c = p.charCodeAt(i);
     if (utf8 !== 0 && c !== 0x25) {
       ambiguity ??= NOT_UTF8; // a multi-byte sequence cut short

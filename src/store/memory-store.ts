@@ -197,7 +197,6 @@ export class MemoryStore implements Store {
     this.statusChanges.clear();
   }
 
-
   private liveRequest(id: string): { record: RequestRecord; expiresAt: number } | undefined {
     const entry = this.requests.get(id);
     if (entry && entry.expiresAt <= Date.now()) {

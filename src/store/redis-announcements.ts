@@ -91,10 +91,7 @@ export class AnnouncementFeed {
       (error: unknown) => {
         if (this.#closed) return;
         if (failures === 0) {
-          this.#logger.warn(
-            { error: describeError(error) },
-            'cannot subscribe to session revocations and request status changes yet; retrying',
-          );
+          this.#logger.warn({ error: describeError(error) }, 'cannot subscribe to session revocations and request status changes yet; retrying');
         }
         setTimeout(() => this.#subscribe(onSubscribed, failures + 1), SUBSCRIBE_RETRY_DELAY_MS).unref();
       },

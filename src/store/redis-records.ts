@@ -28,12 +28,17 @@ const DECIMAL = /^-?\d+(\.\d+)?(e[+-]\d+)?$/;
 /** HSET's field, value, field, value… for a session (its sid is the key's). */
 export function sessionFields(session: SessionRecord): string[] {
   return [
-    'sub', session.sub,
-    'username', session.username,
-    'method', session.method,
+    'sub',
+    session.sub,
+    'username',
+    session.username,
+    'method',
+    session.method,
     ...(session.apiKeyId === undefined ? [] : ['apiKeyId', session.apiKeyId]),
-    'createdAt', decimal(session.createdAt, 'createdAt'),
-    'expiresAt', decimal(session.expiresAt, 'expiresAt'),
+    'createdAt',
+    decimal(session.createdAt, 'createdAt'),
+    'expiresAt',
+    decimal(session.expiresAt, 'expiresAt'),
   ];
 }
 
@@ -57,13 +62,19 @@ export function sessionFromHash(sid: string, hash: Hash): SessionRecord | undefi
 /** HSET's field, value, field, value… for a request record (its id is the key's). */
 export function requestFields(record: RequestRecord): string[] {
   return [
-    'status', record.status,
-    'sub', record.sub,
-    'route', record.route,
-    'upstream', record.upstream,
+    'status',
+    record.status,
+    'sub',
+    record.sub,
+    'route',
+    record.route,
+    'upstream',
+    record.upstream,
     ...(record.statusUrl === undefined ? [] : ['statusUrl', record.statusUrl]),
-    'createdAt', decimal(record.createdAt, 'createdAt'),
-    'updatedAt', decimal(record.updatedAt, 'updatedAt'),
+    'createdAt',
+    decimal(record.createdAt, 'createdAt'),
+    'updatedAt',
+    decimal(record.updatedAt, 'updatedAt'),
   ];
 }
 

@@ -29,15 +29,7 @@ import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
 import { ReconnectSchedule } from './reconnect-schedule.js';
 import { storeUnavailable } from './store-unavailable.js';
-import type {
-  RequestRecord,
-  RequestStatusChange,
-  RevocationListener,
-  SessionRecord,
-  Store,
-  TerminalStatus,
-  TransitionOutcome,
-} from './store.js';
+import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
 
 export interface RedisStoreOptions {
   /** Put in front of every key and of the channels, so deployments can share a Redis. */
@@ -147,9 +139,7 @@ export class RedisStore implements Store {
   }
 
   async revokeSession(sid: string): Promise<boolean> {
-    const revoked = await this.run(() =>
-      this.scripts.revokeSession(this.keys.session(sid), Date.now(), this.feed.revocationChannel, sid),
-    );
+    const revoked = await this.run(() => this.scripts.revokeSession(this.keys.session(sid), Date.now(), this.feed.revocationChannel, sid));
     if (!revoked) return false;
     // Our own subscriber will hear the announcement too, a moment later; the
     // caller must not wait for that round trip. Listeners must take a repeated
@@ -206,12 +196,7 @@ export class RedisStore implements Store {
     return record;
   }
 
-  async transitionRequest(
-    id: string,
-    status: TerminalStatus,
-    retentionMs: number,
-    now = Date.now(),
-  ): Promise<TransitionOutcome> {
+  async transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now = Date.now()): Promise<TransitionOutcome> {
     const ttlMs = retentionPx(retentionMs);
     const change: RequestStatusChange = { id, status };
     const updatedAt = decimal(now, 'now');

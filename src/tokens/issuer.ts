@@ -68,10 +68,7 @@ export class TokenIssuer {
       amr: [session.method],
       ...grantClaims(grants),
     };
-    const [accessToken, refreshToken] = await Promise.all([
-      this.#sign(claims, 'Bearer', iat, accessExp),
-      this.#sign(claims, 'Refresh', iat, refreshExp),
-    ]);
+    const [accessToken, refreshToken] = await Promise.all([this.#sign(claims, 'Bearer', iat, accessExp), this.#sign(claims, 'Refresh', iat, refreshExp)]);
     return {
       access_token: accessToken,
       expires_in: accessExp - iat,

@@ -66,7 +66,14 @@ export async function rotateKeys(options: KeysFileOptions): Promise<{ kid: strin
   // Importing checks every key before the file is rewritten with them.
   const keys = unexpired(await importKeys(options.file, stored.keys), now(), options.retainS * 1000);
   const key = await generateStoredKey(options.algorithm, now());
-  await writeKeysFile(options.file, withNewKey(keys.map((k) => k.stored), key, now()));
+  await writeKeysFile(
+    options.file,
+    withNewKey(
+      keys.map((k) => k.stored),
+      key,
+      now(),
+    ),
+  );
   return { kid: key.kid };
 }
 

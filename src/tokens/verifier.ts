@@ -182,7 +182,16 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     throw new TokenError('malformed token');
   }
   return {
-    iss, sub, aud, iat, exp, jti, typ: typ as TokenType, sid, preferred_username, amr,
+    iss,
+    sub,
+    aud,
+    iat,
+    exp,
+    jti,
+    typ: typ as TokenType,
+    sid,
+    preferred_username,
+    amr,
     ...(roles !== undefined && { roles }),
     ...(groups !== undefined && { groups }),
     ...(scope !== undefined && { scope }),

@@ -131,7 +131,7 @@ describe('API keys', () => {
     expectDiagnoses(response.status, await response.text(), 409, /at most 4 API keys/);
   });
 
-  it('narrows a scoped key\'s tokens to its roles, read-only, and a refresh keeps them so', async () => {
+  it("narrows a scoped key's tokens to its roles, read-only, and a refresh keeps them so", async () => {
     const { access_token: bobs } = await login('bob', 'bob-password-1');
     const created = await createKey(bobs, { label: 'reader', scope: { roles: [], readOnly: true } });
     const tokens = await login('bob', created.key);
@@ -155,7 +155,7 @@ describe('API keys', () => {
     expect((await call(`/api/v1/account/api-keys/${created.id}`, access_token, { method: 'DELETE' })).status).toBe(404);
   });
 
-  it('never shows or touches another user\'s key: 404, as for a key that does not exist', async () => {
+  it("never shows or touches another user's key: 404, as for a key that does not exist", async () => {
     const { access_token: alices } = await login('alice', 'alice-password-1');
     const { access_token: bobs } = await login('bob', 'bob-password-1');
     const { apiKeys } = (await (await call('/api/v1/account/api-keys', alices)).json()) as { apiKeys: Array<{ id: string }> };
@@ -170,7 +170,7 @@ describe('API keys', () => {
 });
 
 describe('sessions', () => {
-  it('lists the user\'s sessions with the current one marked, and ends one of them', async () => {
+  it("lists the user's sessions with the current one marked, and ends one of them", async () => {
     const first = await login('bob', 'bob-password-1');
     const second = await login('bob', 'bob-password-1');
     const { sessions } = (await (await call('/api/v1/account/sessions', second.access_token)).json()) as {
@@ -186,7 +186,7 @@ describe('sessions', () => {
     expect((await call('/api/v1/account', second.access_token)).status).toBe(200);
   });
 
-  it('never ends another user\'s session: 404', async () => {
+  it("never ends another user's session: 404", async () => {
     const alice = await login('alice', 'alice-password-1');
     const bob = await login('bob', 'bob-password-1');
     const response = await call(`/api/v1/account/sessions/${decodeJwt(alice.access_token).sid as string}`, bob.access_token, { method: 'DELETE' });
@@ -194,7 +194,7 @@ describe('sessions', () => {
     expect((await call('/api/v1/account', alice.access_token)).status).toBe(200);
   });
 
-  it('signs out everywhere: every session of the user ends, this one included, and no one else\'s', async () => {
+  it("signs out everywhere: every session of the user ends, this one included, and no one else's", async () => {
     const alice = await login('alice', 'alice-password-1');
     const bob = [await login('bob', 'bob-password-1'), await login('bob', 'bob-password-1')];
     expect((await call('/api/v1/account/sessions', bob[0]!.access_token, { method: 'DELETE' })).status).toBe(204);

@@ -67,7 +67,7 @@ describe('the account page', () => {
     expect(html).not.toMatch(/\son[a-z]+=/);
   });
 
-  it('shows the spec\'s message for a wrong password', async () => {
+  it("shows the spec's message for a wrong password", async () => {
     const page = await browser.browser.newPage();
     try {
       await page.goto(`${a.url}/account`);
@@ -175,7 +175,7 @@ describe('the account page', () => {
     }
   });
 
-  it('shows a label that looks like markup as text: a key\'s label cannot run script in the page', async () => {
+  it("shows a label that looks like markup as text: a key's label cannot run script in the page", async () => {
     const { access_token } = (await (await postJson(`${a.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password-1' })).json()) as {
       access_token: string;
     };

@@ -115,7 +115,7 @@ describe('keys made through the account API, on Redis', () => {
     expect(decodeJwt(refreshed.access_token)).toMatchObject({ roles: ['reader'], scope: 'orders:read', ro: true });
   });
 
-  it('list the operator\'s keys beside the user\'s own, and leave the operator\'s to the operator', async () => {
+  it("list the operator's keys beside the user's own, and leave the operator's to the operator", async () => {
     const { access_token } = await tokens(a, 'alice', 'alice-password-1');
     const { apiKeys } = (await (await call(a, '/api/v1/account/api-keys', access_token)).json()) as { apiKeys: Array<{ id: string; managedBy: string }> };
     const operators = apiKeys.filter((key) => key.managedBy === 'operator');
@@ -125,7 +125,7 @@ describe('keys made through the account API, on Redis', () => {
     expect((await login(b, 'alice', operatorKeys.alice![0]!)).status).toBe(200);
   });
 
-  it('are listed and revoked by the CLI, like the users file\'s', async () => {
+  it("are listed and revoked by the CLI, like the users file's", async () => {
     const { access_token } = await tokens(a, 'bob', 'bob-password-1');
     const created = await createKey(a, access_token, { label: 'cli sees me' });
     const store = { url: redis.url, keyPrefix };
@@ -141,7 +141,7 @@ describe('keys made through the account API, on Redis', () => {
   });
 });
 
-describe('the operator\'s keys beside Redis', () => {
+describe("the operator's keys beside Redis", () => {
   it('stop, with their sessions, when a line is removed from the users file by hand', async () => {
     const file = join(dir, 'users.yaml');
     const alice = operatorKeys.alice![0]!;

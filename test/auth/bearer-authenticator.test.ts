@@ -18,15 +18,7 @@ import { revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { createStore } from '../../src/store/create-store.js';
 import { Listeners } from '../../src/store/listeners.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import type {
-  RequestRecord,
-  RequestStatusChange,
-  RevocationListener,
-  SessionRecord,
-  Store,
-  TerminalStatus,
-  TransitionOutcome,
-} from '../../src/store/store.js';
+import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
 import { loadKeySet, type KeySet } from '../../src/tokens/keyset.js';
 import type { TokenSet } from '../../src/tokens/types.js';
@@ -393,7 +385,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
       expect(auth.size).toBe(0);
     });
 
-    it('a token with another token\'s signature', async () => {
+    it("a token with another token's signature", async () => {
       const alice = await startSession(parts, store, 'alice');
       const bob = await startSession(parts, store, 'bob');
       const forged = withSignatureOf(alice.tokens.access_token, bob.tokens.access_token);

@@ -75,7 +75,7 @@ describe('POST /api/v1/auth/login', () => {
     ['a wrong password', 'alice', 'not-the-password'],
     ['an unknown user', 'nobody', 'alice-password-1'],
     ['a disabled user', 'mallory', 'mallory-password-1'],
-    ['another user\'s API key', 'bob', 'API_KEY_OF_ALICE'],
+    ["another user's API key", 'bob', 'API_KEY_OF_ALICE'],
     ['a made-up API key', 'alice', 'ghk_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
   ])('refuses %s with 401 and the diagnostics body', async (_case, username, password) => {
     const secret = password === 'API_KEY_OF_ALICE' ? gw.apiKeys.alice![0]! : password;

@@ -10,8 +10,7 @@ afterAll(async () => {
   await gw.close();
 });
 
-const logout = (token?: string) =>
-  fetch(`${gw.url}/api/v1/auth/logout`, { method: 'POST', headers: token === undefined ? {} : { authorization: token } });
+const logout = (token?: string) => fetch(`${gw.url}/api/v1/auth/logout`, { method: 'POST', headers: token === undefined ? {} : { authorization: token } });
 
 describe('POST /api/v1/auth/logout', () => {
   it.each(['access_token', 'refresh_token'] as const)('ends the session when called with the %s', async (which) => {
@@ -23,7 +22,7 @@ describe('POST /api/v1/auth/logout', () => {
     expect(refreshed.status).toBe(400);
   });
 
-  it('leaves the user\'s other sessions alone', async () => {
+  it("leaves the user's other sessions alone", async () => {
     const first = await login(gw.url, 'alice', 'alice-password-1');
     const second = await login(gw.url, 'alice', 'alice-password-1');
     expect((await logout(`Bearer ${first.access_token}`)).status).toBe(204);

@@ -21,7 +21,12 @@ interface Case {
 const CASES: Case[] = [
   { name: 'a body that is not JSON', body: '{"username": "alice", ', detail: /not valid JSON/ },
   { name: 'an empty JSON body', body: '', detail: /empty/ },
-  { name: 'a form-encoded body', body: 'username=alice&password=x', contentType: 'application/x-www-form-urlencoded', detail: /Content-Type must be application\/json/ },
+  {
+    name: 'a form-encoded body',
+    body: 'username=alice&password=x',
+    contentType: 'application/x-www-form-urlencoded',
+    detail: /Content-Type must be application\/json/,
+  },
   { name: 'a text/plain body', body: '{"username":"alice","password":"x"}', contentType: 'text/plain', detail: /Content-Type must be application\/json/ },
   { name: 'no content type', body: '{"username":"alice","password":"x"}', contentType: '', detail: /Content-Type/ },
   { name: 'a JSON array', body: '[1,2]', detail: /body must be object/ },
@@ -35,7 +40,11 @@ const CASES: Case[] = [
   { name: 'a __proto__ key', body: '{"username":"alice","password":"x","__proto__":{"admin":true}}', detail: /forbidden key/ },
   { name: 'a constructor.prototype key', body: '{"username":"alice","password":"x","constructor":{"prototype":{"admin":true}}}', detail: /forbidden key/ },
   { name: 'an oversized body', body: JSON.stringify({ username: 'alice', password: 'x'.repeat(64 * 1024) }), detail: /too large/ },
-  { name: 'an oversized password field', body: JSON.stringify({ username: 'alice', password: 'x'.repeat(2000) }), detail: /password must NOT have more than 1024 characters/ },
+  {
+    name: 'an oversized password field',
+    body: JSON.stringify({ username: 'alice', password: 'x'.repeat(2000) }),
+    detail: /password must NOT have more than 1024 characters/,
+  },
 ];
 
 async function send(path: string, testCase: Case): Promise<Response> {
@@ -46,9 +55,19 @@ async function send(path: string, testCase: Case): Promise<Response> {
 
 describe.each(['/api/v1/auth/login', '/api/v1/auth/refresh'])('malformed requests to %s', (path) => {
   const cases = path.endsWith('refresh')
-    ? CASES.map((c) => ({ ...c, body: c.body?.replace(/"username":[^,}]*,?/, '').replace('"password"', '"refresh_token"'), detail: new RegExp(c.detail.source.replace('password', 'refresh_token').replace("'username'", "'refresh_token'")) }))
+    ? CASES.map((c) => ({
+        ...c,
+        body: c.body?.replace(/"username":[^,}]*,?/, '').replace('"password"', '"refresh_token"'),
+        detail: new RegExp(c.detail.source.replace('password', 'refresh_token').replace("'username'", "'refresh_token'")),
+      }))
         .filter((c) => !/username|oversized password field/.test(c.name))
-        .concat([{ name: 'an oversized refresh_token field', body: JSON.stringify({ refresh_token: 'x'.repeat(9000) }), detail: /refresh_token must NOT have more than 8192 characters/ }])
+        .concat([
+          {
+            name: 'an oversized refresh_token field',
+            body: JSON.stringify({ refresh_token: 'x'.repeat(9000) }),
+            detail: /refresh_token must NOT have more than 8192 characters/,
+          },
+        ])
     : CASES;
 
   it.each(cases)('answers 400 with a diagnostics body for $name', async (testCase) => {

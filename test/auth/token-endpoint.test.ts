@@ -44,7 +44,7 @@ describe('with openid-client', () => {
     expect(served.keys.find((key) => key.kid === protectedHeader.kid)?.alg).toBe(protectedHeader.alg);
   });
 
-  it('accepts an API key as the password grant\'s password', async () => {
+  it("accepts an API key as the password grant's password", async () => {
     const client = await discover();
     const tokens = await oidc.genericGrantRequest(client, 'password', { username: 'alice', password: gw.apiKeys.alice![0]! });
     expect(typeof tokens.access_token).toBe('string');

@@ -25,10 +25,12 @@ describe('bench progress', () => {
     });
     try {
       const { port } = server.address() as AddressInfo;
-      const rows = await measure(
-        [{ name: 'tiny', url: `http://127.0.0.1:${port}/`, cpuMicros: () => process.cpuUsage().user }],
-        { connections: 2, durationS: 1, rounds: 1, fixedRate: 0 },
-      );
+      const rows = await measure([{ name: 'tiny', url: `http://127.0.0.1:${port}/`, cpuMicros: () => process.cpuUsage().user }], {
+        connections: 2,
+        durationS: 1,
+        rounds: 1,
+        fixedRate: 0,
+      });
       expect(rows.map((row) => row.name)).toEqual(['tiny']);
     } finally {
       write.mockRestore();

@@ -133,7 +133,10 @@ describe('apikeys list', () => {
     const b1 = await create('bob', '--label', 'evil\u001b[31mlabel\nnext');
     await apikeys(['revoke', a2.keyId]);
     const data = await readUsersFile(usersFile);
-    const created = (id: string) => Object.values(data.users).flatMap((u) => u.apiKeys).find((k) => k.id === id)!;
+    const created = (id: string) =>
+      Object.values(data.users)
+        .flatMap((u) => u.apiKeys)
+        .find((k) => k.id === id)!;
 
     const result = await apikeys(['list']);
     expect(result.code).toBe(0);

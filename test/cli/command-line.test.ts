@@ -45,8 +45,14 @@ function writeConfig(lines: string[], name = 'gatehouse.yaml'): string {
 
 describe('users and API keys with a fronted OpenID Provider', () => {
   it('refuse to run (exit 78): the provider keeps the users', async () => {
-    const oidc = writeConfig(['identity: {provider: oidc, issuer: "https://sso.example.com/realms/p", clientId: gatehouse, clientSecret: s}', 'tokens: {keysFile: ./keys.json}'], 'oidc.yaml');
-    for (const argv of [['users', 'list'], ['apikeys', 'list', 'alice']]) {
+    const oidc = writeConfig(
+      ['identity: {provider: oidc, issuer: "https://sso.example.com/realms/p", clientId: gatehouse, clientSecret: s}', 'tokens: {keysFile: ./keys.json}'],
+      'oidc.yaml',
+    );
+    for (const argv of [
+      ['users', 'list'],
+      ['apikeys', 'list', 'alice'],
+    ]) {
       const result = await runGatehouse(['--config', oidc, ...argv]);
       expect(result.code, argv.join(' ')).toBe(78);
       expect(result.stderr).toMatch(/identity\.provider: users and API keys are managed at the OpenID Provider/);
@@ -64,10 +70,14 @@ describe('--help', () => {
     }
   });
 
-  it('prints each command\'s and subcommand\'s own usage, wherever --help stands', async () => {
+  it("prints each command's and subcommand's own usage, wherever --help stands", async () => {
     const cases = [['start'], ['check-config'], ['users'], ['apikeys'], ['keys'], ...SUBCOMMANDS];
     for (const words of cases) {
-      for (const argv of [[...words, '--help'], [...words, '-h'], [...words, 'alice', '--help']]) {
+      for (const argv of [
+        [...words, '--help'],
+        [...words, '-h'],
+        [...words, 'alice', '--help'],
+      ]) {
         const result = await runGatehouse(argv);
         expect(result, argv.join(' ')).toMatchObject({ code: 0, stderr: '' });
         expect(result.stdout, argv.join(' ')).toMatch(new RegExp(`^usage: gatehouse ${words.join(' ')}\\b`));
@@ -184,7 +194,11 @@ describe('check-config', () => {
   });
 
   it('checks the embedded default when no file is named', async () => {
-    expect(await runGatehouse(['check-config'])).toEqual({ code: 0, stdout: expect.stringMatching(/^configuration OK \(.*config\/gatehouse\.yaml\)\n$/), stderr: '' });
+    expect(await runGatehouse(['check-config'])).toEqual({
+      code: 0,
+      stdout: expect.stringMatching(/^configuration OK \(.*config\/gatehouse\.yaml\)\n$/),
+      stderr: '',
+    });
   });
 });
 

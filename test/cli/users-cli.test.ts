@@ -232,7 +232,7 @@ describe('usage', () => {
     expect(result.stdout).toMatch(/at least 8 characters/);
   });
 
-  it('prints a subcommand\'s own usage for its --help, and does nothing else', async () => {
+  it("prints a subcommand's own usage for its --help, and does nothing else", async () => {
     for (const command of ['add', 'disable', 'enable', 'remove', 'list']) {
       const result = await users([command, 'alice', '--help']);
       expect(result, command).toMatchObject({ code: 0, stderr: '' });

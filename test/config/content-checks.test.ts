@@ -64,7 +64,9 @@ describe('duplicate routes', () => {
   });
 
   it('finds duplicates even when another route has its own problems', () => {
-    const problems = problemsOf(routes({ name: 'a', prefix: '/a' }, { name: 'a', prefix: '/b', upstreams: ['ftp://x'] }, { name: 'c', prefix: '/a', timeout: 1 }));
+    const problems = problemsOf(
+      routes({ name: 'a', prefix: '/a' }, { name: 'a', prefix: '/b', upstreams: ['ftp://x'] }, { name: 'c', prefix: '/a', timeout: 1 }),
+    );
     expect(problems).toHaveLength(4);
     expect(problems).toEqual(
       expect.arrayContaining([
@@ -132,12 +134,6 @@ describe('every problem at once', () => {
       store: { url: 'redis://h:99999' },
       ...routes({ name: 'a', prefix: '/a' }, { name: 'a', prefix: '/a' }),
     });
-    expect(problems.map((p) => p.split(': ')[0])).toEqual([
-      'server.port',
-      'server.trustedProxies[0]',
-      'store.url',
-      'routes[1].name',
-      'routes[1].prefix',
-    ]);
+    expect(problems.map((p) => p.split(': ')[0])).toEqual(['server.port', 'server.trustedProxies[0]', 'store.url', 'routes[1].name', 'routes[1].prefix']);
   });
 });

@@ -98,16 +98,24 @@ describe('the keys file', () => {
   });
 });
 
-describe('a fronted provider\'s client key (private_key_jwt)', () => {
-  const oidc = (keyFile: string) => [`identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt, privateKeyFile: ${keyFile}}`, 'tokens: {keysFile: ./keys.json}'];
+describe("a fronted provider's client key (private_key_jwt)", () => {
+  const oidc = (keyFile: string) => [
+    `identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt, privateKeyFile: ${keyFile}}`,
+    'tokens: {keysFile: ./keys.json}',
+  ];
 
   it('must be named', () => {
-    const file = configFile(['identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt}', 'tokens: {keysFile: ./keys.json}']);
+    const file = configFile([
+      'identity: {provider: oidc, issuer: "https://sso.example.com/r", clientId: gatehouse, clientAuth: private_key_jwt}',
+      'tokens: {keysFile: ./keys.json}',
+    ]);
     expect(problemsOf({ file, env: {} })).toEqual([expect.stringMatching(/^identity\.privateKeyFile: private_key_jwt needs/)]);
   });
 
   it('must exist and be a PKCS#8 PEM private key, and is never quoted back', () => {
-    expect(problemsOf({ file: configFile(oidc('./missing.pem')), env: {} })).toEqual([expect.stringMatching(/^identity\.privateKeyFile: cannot read .*missing\.pem \(ENOENT\)/)]);
+    expect(problemsOf({ file: configFile(oidc('./missing.pem')), env: {} })).toEqual([
+      expect.stringMatching(/^identity\.privateKeyFile: cannot read .*missing\.pem \(ENOENT\)/),
+    ]);
     writeFileSync(join(dir, 'secret.txt'), 'not-a-key-but-a-secret');
     const problems = problemsOf({ file: configFile(oidc('./secret.txt')), env: {} });
     expect(problems).toEqual([expect.stringMatching(/^identity\.privateKeyFile: .*secret\.txt is not a PKCS#8 PEM private key/)]);

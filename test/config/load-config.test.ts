@@ -101,11 +101,13 @@ describe('parseConfig', () => {
   it('names every field an oidc identity gets wrong: a users file it has no use for, a missing secret, an issuer that is no URL', () => {
     const identity = { provider: 'oidc', issuer: 'sso.example.com', clientId: 'gatehouse', usersFile: 'users.yaml' };
     const problems = problemsOf(() => parseConfig({ ...MINIMAL, identity }, { baseDir: '/', env: {} }));
-    expect(problems).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^identity\.issuer: /),
-      expect.stringMatching(/^identity\.clientSecret: /),
-      expect.stringMatching(/^identity.*usersFile/),
-    ]));
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^identity\.issuer: /),
+        expect.stringMatching(/^identity\.clientSecret: /),
+        expect.stringMatching(/^identity.*usersFile/),
+      ]),
+    );
   });
 
   it('refuses more than one worker without a shared store', () => {

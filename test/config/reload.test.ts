@@ -79,13 +79,7 @@ describe('reload()', () => {
     expect(applied).toEqual([]);
     const [refusal] = logged(REFUSED) as Array<{ level: number; problems: string[] }>;
     expect(refusal!.level).toBe(50);
-    expect(refusal!.problems.map((p) => p.split(': ')[0])).toEqual([
-      'server.port',
-      'store.url',
-      'routes[1].name',
-      'routes[2].upstreams',
-      'identity.usersFile',
-    ]);
+    expect(refusal!.problems.map((p) => p.split(': ')[0])).toEqual(['server.port', 'store.url', 'routes[1].name', 'routes[2].upstreams', 'identity.usersFile']);
     expect(logged(RELOADED)).toEqual([]);
   });
 

@@ -41,10 +41,7 @@ function authorizationValues(valid: readonly string[]): fc.Arbitrary<string> {
     { weight: 2, arbitrary: headerText(40) },
   );
   const tail = fc.constantFrom('', ' ', '  ', '\t', ' x', ',', ', Basic abc');
-  return fc.oneof(
-    { weight: 4, arbitrary: fc.tuple(scheme, gap, token, tail).map((parts) => parts.join('')) },
-    { weight: 1, arbitrary: headerText(80) },
-  );
+  return fc.oneof({ weight: 4, arbitrary: fc.tuple(scheme, gap, token, tail).map((parts) => parts.join('')) }, { weight: 1, arbitrary: headerText(80) });
 }
 
 /** Valid when the header carries one of `valid` exactly. */
@@ -188,7 +185,7 @@ describe('refresh tokens on the refresh endpoint', () => {
   });
 });
 
-describe('tokens signed with the issuer\'s own key', () => {
+describe("tokens signed with the issuer's own key", () => {
   // What only the key's holder can make: every claim check of the verifier
   // and the bearer check, beyond the signature, gets fuzzed here.
   it('are accepted on a protected route exactly when their claims are valid', { timeout: fuzzTimeout() }, async () => {

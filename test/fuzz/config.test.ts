@@ -69,7 +69,10 @@ function outcome(load: () => unknown): Outcome {
       problems: problems.map((problem) => {
         const match = PROBLEM.exec(problem);
         expect(match, problem).not.toBeNull();
-        return { path: match![1] === '(top level)' ? [] : match![1]!.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== ''), env: match![2] };
+        return {
+          path: match![1] === '(top level)' ? [] : match![1]!.split(/\.|\[(\d+)\]/).filter((part) => part !== undefined && part !== ''),
+          env: match![2],
+        };
       }),
     };
   }
@@ -145,7 +148,10 @@ describe('parseConfig', () => {
   });
 
   it('names the environment variable whose value is refused', () => {
-    const value = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('0', '65535', '65536', '-1', '1e3', '08080', '99999999999999999999', 'auto', '2', 'redis://h:1', 'http://x', 'debug', ' '));
+    const value = fc.oneof(
+      fc.string({ maxLength: 20 }),
+      fc.constantFrom('0', '65535', '65536', '-1', '1e3', '08080', '99999999999999999999', 'auto', '2', 'redis://h:1', 'http://x', 'debug', ' '),
+    );
     fuzz(
       fc.property(fc.constantFrom(...ENV_NAMES), value, (name, text) => {
         const result = outcome(() => parseConfig(BASE, { baseDir: '/etc/gatehouse', env: { [name]: text } }));
@@ -238,7 +244,13 @@ describe('found by fuzzing: a config file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-fuzz-config-'));
     try {
       const file = join(dir, 'gatehouse.yaml');
-      const levels = Array.from({ length: 6 }, (_, i) => `x${i + 1}: &x${i + 1} [${Array(10).fill(i === 0 ? '0' : `*x${i}`).join(',')}]`);
+      const levels = Array.from(
+        { length: 6 },
+        (_, i) =>
+          `x${i + 1}: &x${i + 1} [${Array(10)
+            .fill(i === 0 ? '0' : `*x${i}`)
+            .join(',')}]`,
+      );
       writeFileSync(file, `identity: {provider: local, usersFile: users.yaml}\ntokens: {keysFile: keys.json}\n${levels.join('\n')}\n`);
       expect(() => loadConfig({ file, env: {} })).toThrow(configError(expect.stringMatching(/^YAML: .*alias/i)));
     } finally {

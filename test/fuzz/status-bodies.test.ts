@@ -6,7 +6,18 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { contentType, jsonBody, jsonObject, judgeJsonBody } from './bodies.js';
-import { ask, expectDiagnoses, expectNoServerErrors, failOnCrashes, FUZZ_SERVICE_TOKEN, fuzz, fuzzBench, fuzzTimeout, mutated, type Answer } from './support.js';
+import {
+  ask,
+  expectDiagnoses,
+  expectNoServerErrors,
+  failOnCrashes,
+  FUZZ_SERVICE_TOKEN,
+  fuzz,
+  fuzzBench,
+  fuzzTimeout,
+  mutated,
+  type Answer,
+} from './support.js';
 
 failOnCrashes();
 const bench = fuzzBench();

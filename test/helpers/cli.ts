@@ -40,7 +40,7 @@ function capture(): { stream: PassThrough; text(): string } {
   return {
     stream,
     text() {
-      for (let chunk: Buffer | null; (chunk = stream.read() as Buffer | null) !== null; ) chunks.push(chunk);
+      for (let chunk: Buffer | null; (chunk = stream.read() as Buffer | null) !== null;) chunks.push(chunk);
       return Buffer.concat(chunks).toString('utf8');
     },
   };

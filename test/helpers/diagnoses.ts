@@ -19,7 +19,10 @@ export function expectDiagnoses(status: number, body: Buffer | string, expectedS
 
 /** The status of every proxied request so far (the access log has one line per request). */
 export function proxiedStatuses(logs: LogSink): unknown[] {
-  return logs.entries().filter((entry) => entry.kind === 'proxy').map((entry) => entry.status);
+  return logs
+    .entries()
+    .filter((entry) => entry.kind === 'proxy')
+    .map((entry) => entry.status);
 }
 
 /** No proxied request was answered with a 500. */
@@ -29,7 +32,10 @@ export function expectNoInternalErrors(logs: LogSink): void {
 
 /** The Gatehouse error a promise rejects with (anything else fails the test). */
 export async function gatehouseErrorOf(promise: Promise<unknown>): Promise<GatehouseError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   if (!isGatehouseError(error)) throw new Error(`expected a Gatehouse error, got ${String(error)}`);
   return error;
 }

@@ -6,11 +6,7 @@ import { on, type EventEmitter } from 'node:events';
  * takes (a file written in two steps may be seen half done first). Call it
  * before causing the event: listening starts at once.
  */
-export async function nextEvent<Args extends unknown[]>(
-  emitter: EventEmitter,
-  event: string,
-  accept: (...args: Args) => boolean = () => true,
-): Promise<Args> {
+export async function nextEvent<Args extends unknown[]>(emitter: EventEmitter, event: string, accept: (...args: Args) => boolean = () => true): Promise<Args> {
   for await (const args of on(emitter, event)) if (accept(...(args as Args))) return args as Args;
   throw new Error(`${event}: the emitter stopped`);
 }

@@ -138,4 +138,3 @@ export async function until(check: () => boolean, timeoutMs: number, what: strin
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
-

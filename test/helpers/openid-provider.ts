@@ -58,10 +58,19 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
     issuer,
     hits,
     intercept: undefined,
-    get provider() { return provider; },
+    get provider() {
+      return provider;
+    },
     server,
-    rotateKeys: async () => { provider = await buildProvider(issuer, users, options); handle = provider.callback(); },
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    rotateKeys: async () => {
+      provider = await buildProvider(issuer, users, options);
+      handle = provider.callback();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   // The in-memory adapter is shared by every instance, so grants survive a rotation.
   server.on('request', (req, res) => {
@@ -124,40 +133,45 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
         : undefined;
     },
   });
-  provider.registerGrantType('password', async (ctx: KoaContextWithOIDC) => {
-    const { username, password } = ctx.oidc.params as { username?: string; password?: string };
-    const user = username ? users[username] : undefined;
-    if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password)))
-      throw new errors.InvalidGrant('invalid user credentials');
-    const client = ctx.oidc.client!;
-    const grant = new provider.Grant({ accountId: username, clientId: client.clientId });
-    grant.addOIDCScope('openid offline_access');
-    grant.addResourceScope(TEST_RESOURCE, 'api');
-    const grantId = await grant.save();
-    const resourceServer = new provider.ResourceServer(TEST_RESOURCE, {
-      scope: 'api',
-      audience: TEST_RESOURCE,
-      accessTokenFormat: 'jwt',
-      accessTokenTTL: accessTokenTtlS,
-    });
-    const sid = randomUUID();
-    const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
-    const refreshToken = new provider.RefreshToken({
-      accountId: username,
-      client,
-      grantId,
-      sid,
-      gty: 'password',
-      scope: 'openid offline_access api',
-      resource: TEST_RESOURCE,
-    } as never);
-    ctx.body = {
-      access_token: await accessToken.save(),
-      expires_in: accessToken.expiration,
-      refresh_token: await refreshToken.save(),
-      token_type: 'Bearer',
-      scope: 'api',
-    };
-  }, ['username', 'password', 'scope', 'resource'], ['resource']);
+  provider.registerGrantType(
+    'password',
+    async (ctx: KoaContextWithOIDC) => {
+      const { username, password } = ctx.oidc.params as { username?: string; password?: string };
+      const user = username ? users[username] : undefined;
+      if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password)))
+        throw new errors.InvalidGrant('invalid user credentials');
+      const client = ctx.oidc.client!;
+      const grant = new provider.Grant({ accountId: username, clientId: client.clientId });
+      grant.addOIDCScope('openid offline_access');
+      grant.addResourceScope(TEST_RESOURCE, 'api');
+      const grantId = await grant.save();
+      const resourceServer = new provider.ResourceServer(TEST_RESOURCE, {
+        scope: 'api',
+        audience: TEST_RESOURCE,
+        accessTokenFormat: 'jwt',
+        accessTokenTTL: accessTokenTtlS,
+      });
+      const sid = randomUUID();
+      const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
+      const refreshToken = new provider.RefreshToken({
+        accountId: username,
+        client,
+        grantId,
+        sid,
+        gty: 'password',
+        scope: 'openid offline_access api',
+        resource: TEST_RESOURCE,
+      } as never);
+      ctx.body = {
+        access_token: await accessToken.save(),
+        expires_in: accessToken.expiration,
+        refresh_token: await refreshToken.save(),
+        token_type: 'Bearer',
+        scope: 'api',
+      };
+    },
+    ['username', 'password', 'scope', 'resource'],
+    ['resource'],
+  );
   return provider;
 }

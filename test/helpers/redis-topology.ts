@@ -9,7 +9,20 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './ports.js';
-import { command, dataNodeArgs, HOST, infoField, parseMasters, RedisNodeSet, replyFields, roleOf, until, waitForReplicas, type ClusterMaster, type RedisNode } from './redis-nodes.js';
+import {
+  command,
+  dataNodeArgs,
+  HOST,
+  infoField,
+  parseMasters,
+  RedisNodeSet,
+  replyFields,
+  roleOf,
+  until,
+  waitForReplicas,
+  type ClusterMaster,
+  type RedisNode,
+} from './redis-nodes.js';
 
 export type { ClusterMaster } from './redis-nodes.js';
 
@@ -189,13 +202,18 @@ export async function startCluster(): Promise<RedisCluster> {
       Array.from({ length: 6 }, () =>
         nodes.launch(async (port) => [
           ...dataNodeArgs(nodes.dir, port),
-          '--cluster-enabled', 'yes',
-          '--cluster-config-file', `nodes-${port}.conf`,
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          `nodes-${port}.conf`,
           // Named, not port + 10000: that one may be taken or out of range.
-          '--cluster-port', String(await freePort()),
-          '--cluster-node-timeout', String(DOWN_AFTER_MS),
+          '--cluster-port',
+          String(await freePort()),
+          '--cluster-node-timeout',
+          String(DOWN_AFTER_MS),
           // Replicas here are always fresh: let any of them take over.
-          '--cluster-replica-validity-factor', '0',
+          '--cluster-replica-validity-factor',
+          '0',
         ]),
       ),
     );

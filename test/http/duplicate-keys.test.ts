@@ -51,7 +51,10 @@ describe('findDuplicateKey', () => {
 describe('parseJsonBody', () => {
   it('names the duplicate key in the reason, shortened', () => {
     const long = 'k'.repeat(300);
-    for (const [text, named] of [['{"a":1,"a":2}', '"a"'], [`{"${long}":1,"${long}":2}`, `"${'k'.repeat(64)}"`]] as const) {
+    for (const [text, named] of [
+      ['{"a":1,"a":2}', '"a"'],
+      [`{"${long}":1,"${long}":2}`, `"${'k'.repeat(64)}"`],
+    ] as const) {
       try {
         parseJsonBody(text);
         expect.unreachable();

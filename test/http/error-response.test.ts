@@ -10,7 +10,7 @@ import { rawExchange } from '../helpers/raw-exchange.js';
 import { rawUpgrade } from '../helpers/ws.js';
 
 describe('renderError', () => {
-  it('gives the status, the error\'s own headers, the body\'s type and length, and the request id', () => {
+  it("gives the status, the error's own headers, the body's type and length, and the request id", () => {
     const error = gatehouseError('store_unavailable', { headers: { 'Retry-After': '1' } });
     const { status, headers, body } = renderError(error, 'req-1');
     expect(status).toBe(503);
@@ -27,7 +27,7 @@ describe('renderError', () => {
     });
   });
 
-  it('never shows a server error\'s cause', () => {
+  it("never shows a server error's cause", () => {
     const { body } = renderError(gatehouseError('internal_error', { reason: 'ECONNRESET at 10.0.0.7', cause: new Error('boom') }));
     expect(body).not.toContain('10.0.0.7');
     expect(body).not.toContain('boom');
@@ -80,14 +80,14 @@ describe('every way out renders the same error the same way', () => {
     }
   });
 
-  it('a request Node\'s parser refuses is answered in the diagnostics format, on the raw socket', async () => {
+  it("a request Node's parser refuses is answered in the diagnostics format, on the raw socket", async () => {
     const response = await rawExchange(gw.url, ['GET /nowhere-else HTTP/1.1', 'host: a', 'bad header line without a colon']);
     expect(response.status).toBe(400);
     expect(response.headers.connection).toBe('close');
     expect(JSON.parse(response.body).$diagnoses[0].$detail).toBe('400 (Bad Request) - invalid_request: the request is not valid HTTP/1.1');
   });
 
-  it('request headers over Node\'s limit are named as such', async () => {
+  it("request headers over Node's limit are named as such", async () => {
     const response = await rawExchange(gw.url, ['GET /nowhere-else HTTP/1.1', 'host: a', `x-big: ${'a'.repeat(20_000)}`]);
     expect(response.status).toBe(400);
     expect(JSON.parse(response.body).$diagnoses[0].$detail).toBe('400 (Bad Request) - invalid_request: request headers are too large');

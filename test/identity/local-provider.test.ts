@@ -70,11 +70,7 @@ async function open(watch = false): Promise<LocalIdentityProvider> {
 /** Every secret of the fixture: none may ever reach the log. */
 function secrets(): string[] {
   const users = Object.values(fx.data.users);
-  return [
-    ...Object.values(PASSWORDS),
-    ...users.map((u) => u.passwordHash),
-    ...Object.values(fx.keys).flatMap((k) => [k.key, k.hash, k.key.slice(21)]),
-  ];
+  return [...Object.values(PASSWORDS), ...users.map((u) => u.passwordHash), ...Object.values(fx.keys).flatMap((k) => [k.key, k.hash, k.key.slice(21)])];
 }
 
 beforeEach(async () => {
@@ -157,7 +153,6 @@ describe('authenticate', () => {
     await writeFile(usersFile, 'users:\n  alice: {}\n');
     await expect(open()).rejects.toBeInstanceOf(UsersFileError);
   });
-
 });
 
 describe('keys held in the store', () => {

@@ -168,7 +168,12 @@ describe('reading and writing', () => {
     const text = await readFile(path, 'utf8');
     const aliceId = data.users.alice!.id;
     const bobId = data.users.bob!.id;
-    await writeFile(path, text.replace(bobId, aliceId).replace(/apiKeys: \[\]/, `apiKeys:\n      - id: "${key.keyId}"\n        hash: ${key.hash}\n        createdAt: 2025-01-01T00:00:00Z`));
+    await writeFile(
+      path,
+      text
+        .replace(bobId, aliceId)
+        .replace(/apiKeys: \[\]/, `apiKeys:\n      - id: "${key.keyId}"\n        hash: ${key.hash}\n        createdAt: 2025-01-01T00:00:00Z`),
+    );
     const error = await readError(path);
     expect(error.problems).toContain('users.bob.id: duplicate user id (also used by alice)');
     expect(error.problems).toContain('users.bob.apiKeys.0.id: duplicate API key id (also used by alice)');

@@ -67,7 +67,7 @@ describe('by default', () => {
     expect(line.time).toEqual(expect.any(Number));
   });
 
-  it('writes a line of the same shape for the gateway\'s own endpoints, with the route pattern, never the raw path', async () => {
+  it("writes a line of the same shape for the gateway's own endpoints, with the route pattern, never the raw path", async () => {
     await login(gw.url, 'alice', 'alice-password-1');
     const line = await gw.logs.next((entry) => entry.kind === 'gateway' && entry.route === '/api/v1/auth/login');
     expect(line).toMatchObject({ msg: 'request', method: 'POST', url: '/api/v1/auth/login', status: 200, address: '127.0.0.1', completed: true });

@@ -44,11 +44,49 @@ function secret(label: string): string {
 
 /** Query and path parameter names that carry credentials, as clients spell them. */
 const CREDENTIAL_NAMES = [
-  'jwt', 'auth', 'authorization', 'bearer', 'session', 'sid', 'sig', 'pass', 'pw', 'pwd',
-  'token', 'access_token', 'refresh_token', 'id_token', 'password', 'passwd', 'api_key', 'apikey', 'key', 'secret',
-  'code', 'client_secret', 'assertion', 'X-Amz-Signature', 'X-Amz-Credential', 'jsessionid', 'PHPSESSID', 'userPwd', 'user_pw',
-  'JWT', 'Session', 'SID', 'Pwd', 'PASSWORD', 'Api-Key',
-  '%6Awt', '%70wd', 'p%77', '%2570wd', 's%69d', 'to%6Ben', '%41uth', 'pass%77ord',
+  'jwt',
+  'auth',
+  'authorization',
+  'bearer',
+  'session',
+  'sid',
+  'sig',
+  'pass',
+  'pw',
+  'pwd',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'password',
+  'passwd',
+  'api_key',
+  'apikey',
+  'key',
+  'secret',
+  'code',
+  'client_secret',
+  'assertion',
+  'X-Amz-Signature',
+  'X-Amz-Credential',
+  'jsessionid',
+  'PHPSESSID',
+  'userPwd',
+  'user_pw',
+  'JWT',
+  'Session',
+  'SID',
+  'Pwd',
+  'PASSWORD',
+  'Api-Key',
+  '%6Awt',
+  '%70wd',
+  'p%77',
+  '%2570wd',
+  's%69d',
+  'to%6Ben',
+  '%41uth',
+  'pass%77ord',
 ];
 
 describe('attack 7: credentials in URLs and login fields never reach a log line', () => {
@@ -97,7 +135,11 @@ describe('attack 7: credentials in URLs and login fields never reach a log line'
     await postJson(`${gw.url}/api/v1/auth/login`, `{"username":"alice","password":"${secret('duplicate-first')}","password":"${secret('duplicate-second')}"}`);
     await postJson(`${gw.url}/api/v1/auth/refresh`, { refresh_token: alice.refresh_token });
     await postJson(`${gw.url}/api/v1/auth/refresh`, { refresh_token: secret('bogus-refresh') });
-    for (const [username, password] of [[typedAsUsername, 'x'], ['alice', secret('oauth-wrong-password')], ['alice', 'alice-password-1']]) {
+    for (const [username, password] of [
+      [typedAsUsername, 'x'],
+      ['alice', secret('oauth-wrong-password')],
+      ['alice', 'alice-password-1'],
+    ]) {
       await fetch(`${gw.url}/oauth/token?client_secret=${secret('oauth-query')}`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -18,7 +18,11 @@ const PROMQL_WORDS = new Set(['sum', 'rate', 'increase', 'histogram_quantile', '
 
 /** Metric names in a PromQL expression: identifiers outside label matchers and strings, not followed by `(`. */
 function metricNames(expr: string): string[] {
-  const bare = expr.replace(/\{[^}]*\}/g, '').replace(/"[^"]*"/g, '').replace(/\[[^\]]*\]/g, '').replace(/by \([^)]*\)/g, '');
+  const bare = expr
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/"[^"]*"/g, '')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/by \([^)]*\)/g, '');
   return [...bare.matchAll(/([a-z_:][a-z0-9_:]*)\s*(\()?/g)].filter((m) => m[2] === undefined && !PROMQL_WORDS.has(m[1]!)).map((m) => m[1]!);
 }
 

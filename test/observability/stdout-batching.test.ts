@@ -63,7 +63,10 @@ it('hands the kernel whole lines, at most PIPE_BUF (4096 bytes) per write', asyn
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk: string) => (report += chunk));
   await once(child, 'close');
-  const writes = report.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { bytes: number; wholeLines: boolean });
+  const writes = report
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { bytes: number; wholeLines: boolean });
   expect(writes.length).toBeGreaterThan(100);
   expect(writes.filter((write) => write.bytes > 4096 || !write.wholeLines)).toEqual([]);
 });

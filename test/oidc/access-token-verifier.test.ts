@@ -52,7 +52,12 @@ describe('verifying provider access tokens against its JWKS', () => {
   });
 
   it('refuses a token for another audience', async () => {
-    const other = new ProviderTokenVerifier({ issuer: op.issuer, jwksUri: String(client.metadata.jwks_uri), settings: { ...settings(), audience: 'https://elsewhere.test' }, clockToleranceS: 5 });
+    const other = new ProviderTokenVerifier({
+      issuer: op.issuer,
+      jwksUri: String(client.metadata.jwks_uri),
+      settings: { ...settings(), audience: 'https://elsewhere.test' },
+      clockToleranceS: 5,
+    });
     const { access_token } = await client.login('alice', 'alice-password');
     expect((await gatehouseErrorOf(other.verify(access_token))).code).toBe('invalid_bearer_token');
   });

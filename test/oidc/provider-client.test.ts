@@ -83,14 +83,26 @@ describe('a provider that fails', () => {
         res.end(JSON.stringify({ issuer: base, token_endpoint: `${base}/token`, jwks_uri: `${base}/jwks` }));
         return;
       }
-      if (mode === 'garbage') { res.setHeader('content-type', 'text/html'); res.end('<html>oops</html>'); return; }
-      if (mode === 'down') { res.statusCode = 503; res.setHeader('content-type', 'application/json'); res.end('{"error":"temporarily_unavailable"}'); return; }
+      if (mode === 'garbage') {
+        res.setHeader('content-type', 'text/html');
+        res.end('<html>oops</html>');
+        return;
+      }
+      if (mode === 'down') {
+        res.statusCode = 503;
+        res.setHeader('content-type', 'application/json');
+        res.end('{"error":"temporarily_unavailable"}');
+        return;
+      }
       // slow: never answers; the client's bound ends the wait.
     });
     await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
   });
-  afterAll(async () => { stub.closeAllConnections(); await new Promise((resolve) => stub.close(resolve)); });
+  afterAll(async () => {
+    stub.closeAllConnections();
+    await new Promise((resolve) => stub.close(resolve));
+  });
 
   it('answers 502 for garbage, not 401', async () => {
     mode = 'garbage';

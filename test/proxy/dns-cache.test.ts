@@ -14,8 +14,7 @@ interface Pending {
 /** A resolver the test answers by hand. */
 function heldResolver() {
   const pending: Pending[] = [];
-  const resolve = (hostname: string) =>
-    new Promise<LookupAddress[]>((res, rej) => pending.push({ hostname, resolve: res, reject: rej }));
+  const resolve = (hostname: string) => new Promise<LookupAddress[]>((res, rej) => pending.push({ hostname, resolve: res, reject: rej }));
   return { pending, resolve };
 }
 

@@ -39,7 +39,7 @@ async function echoed(response: Response): Promise<EchoBody> {
 }
 
 describe('routing', () => {
-  it('forwards to the route\'s upstream with path and query unchanged', async () => {
+  it("forwards to the route's upstream with path and query unchanged", async () => {
     const body = await echoed(await fetch(`${gw.url}/api/v1/orders/7?expand=items&x=a%2Fb`, { headers: bearer() }));
     expect(body.url).toBe('/api/v1/orders/7?expand=items&x=a%2Fb');
     expect(body.method).toBe('GET');
@@ -57,14 +57,14 @@ describe('routing', () => {
     expect(diagnostics.$diagnoses[0]!.$detail).toBe('404 (Not Found) - not_found: no route matches the request');
   });
 
-  it('honours a route\'s methods', async () => {
+  it("honours a route's methods", async () => {
     expect((await fetch(`${gw.url}/api/v1/users/1`, { headers: bearer() })).status).toBe(200);
     const refused = await fetch(`${gw.url}/api/v1/users/1`, { method: 'DELETE', headers: bearer() });
     expect(refused.status).toBe(405);
     expect(refused.headers.get('allow')).toBe('GET, HEAD');
   });
 
-  it('honours a route\'s host', async () => {
+  it("honours a route's host", async () => {
     const auth = `authorization: Bearer ${tokens.access_token}`;
     const elsewhere = await rawRequest(gw.url, ['GET /anything HTTP/1.1', auth]);
     expect(elsewhere.status).toBe(404); // Host is 127.0.0.1, not internal.example
@@ -115,7 +115,11 @@ describe('bearer checks', () => {
     ['no Authorization header', {}, 'Bearer realm="gatehouse"'],
     ['a Basic Authorization header', { authorization: 'Basic YWxpY2U6eA==' }, /^Bearer realm="gatehouse", error="invalid_token"/],
     ['a garbage token', { authorization: 'Bearer abc.def.ghi' }, /^Bearer realm="gatehouse", error="invalid_token"/],
-    ['an unsigned token', { authorization: `Bearer ${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.` }, /error="invalid_token"/],
+    [
+      'an unsigned token',
+      { authorization: `Bearer ${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.` },
+      /error="invalid_token"/,
+    ],
   ])('refuses %s with 401 and never forwards it', async (_case, headers, challenge) => {
     const before = orders.seen.length;
     const response = await fetch(`${gw.url}/api/v1/orders/1`, { headers });
@@ -131,7 +135,7 @@ describe('bearer checks', () => {
     expect(body.headers['x-gatehouse-subject']).toBeUndefined();
   });
 
-  it('stops a logged-out session\'s tokens at once, refresh token included', async () => {
+  it("stops a logged-out session's tokens at once, refresh token included", async () => {
     const session = await login(gw.url, 'bob', 'bob-password-1');
     expect((await fetch(`${gw.url}/api/v1/orders/1`, { headers: bearer(session.access_token) })).status).toBe(200);
     expect((await fetch(`${gw.url}/api/v1/orders/1`, { headers: bearer(session.refresh_token) })).status).toBe(200);
@@ -164,7 +168,7 @@ describe('request ids', () => {
   });
 });
 
-describe('the gateway\'s own paths', () => {
+describe("the gateway's own paths", () => {
   it('are not reachable through dot segments into the proxy', async () => {
     const response = await rawRequest(gw.url, ['POST /public/../api/v1/auth/login HTTP/1.1']);
     expect([400, 404]).toContain(response.status);

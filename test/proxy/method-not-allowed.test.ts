@@ -46,7 +46,11 @@ describe('405 Method Not Allowed', () => {
     expect(none.status).toBe(404);
     expect(none.headers.get('allow')).toBeNull();
     await none.arrayBuffer();
-    for (const [path, method] of [['/orders/7', 'DELETE'], ['/orders/7', 'GET'], ['/files/a', 'PATCH']] as const) {
+    for (const [path, method] of [
+      ['/orders/7', 'DELETE'],
+      ['/orders/7', 'GET'],
+      ['/files/a', 'PATCH'],
+    ] as const) {
       const response = await fetch(`${gw.url}${path}`, { method, headers: auth });
       expect(response.status, `${method} ${path}`).toBe(200);
       await response.arrayBuffer();

@@ -93,7 +93,10 @@ describe('path tricks without a token', () => {
   });
 
   it('none of them was answered with a 500, and the protected upstream saw nothing', () => {
-    const statuses = gw.logs.entries().filter((entry) => entry.kind === 'proxy').map((entry) => entry.status);
+    const statuses = gw.logs
+      .entries()
+      .filter((entry) => entry.kind === 'proxy')
+      .map((entry) => entry.status);
     expect(statuses.length).toBeGreaterThan(30);
     expect(statuses).not.toContain(500);
     expect(admin.seen).toEqual([]);

@@ -18,9 +18,7 @@ const table = RouteTable.compile([
   route({ prefix: '/files', name: 'files', allowEncodedSlashes: true }),
 ]);
 
-type Outcome =
-  | { route: string; auth: 'required' | 'none'; upstreamPath: string }
-  | { refused: string; reason: string };
+type Outcome = { route: string; auth: 'required' | 'none'; upstreamPath: string } | { refused: string; reason: string };
 
 function resolve(rawUrl: string): Outcome {
   try {

@@ -69,11 +69,27 @@ async function applied(routes: unknown[]): Promise<void> {
 /** Broken edits, each with a valid new route /c beside the problem (which must not apply either). */
 const BROKEN_EDITS: Array<[string, () => string, RegExp]> = [
   ['invalid YAML', () => `${configYaml([routeA(), routeC()])}\n  - prefix: [unclosed\n`, /^YAML: /],
-  ['a route with an invalid upstream URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]), /^routes\[2\]\.upstreams\[0\]: must be an http:\/\/ or https:\/\/ URL$/],
-  ['a route prefix under /api/v1/auth/', () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]), /routes\[2\]\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/],
+  [
+    'a route with an invalid upstream URL',
+    () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['ftp://127.0.0.1:21'] }]),
+    /^routes\[2\]\.upstreams\[0\]: must be an http:\/\/ or https:\/\/ URL$/,
+  ],
+  [
+    'a route prefix under /api/v1/auth/',
+    () => configYaml([routeA(), routeC(), { prefix: '/api/v1/auth/extra', upstreams: [c.url] }]),
+    /routes\[2\]\.prefix: \/api\/v1\/auth\/extra is served by the gateway itself/,
+  ],
   ['a duplicate key', () => configYaml([routeA(), routeC()]).replace('log:\n', 'log:\n  level: info\n'), /^YAML: .*[Mm]ap keys must be unique/],
-  ['a route with an upstream that is no URL', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]), /^routes\[2\]\.upstreams\[0\]: /],
-  ['a route prefix with dot segments', () => configYaml([routeA(), routeC(), { prefix: '/x/../a', upstreams: [c.url] }]), /prefix "\/x\/\.\.\/a" holds \. or \.\. segments/],
+  [
+    'a route with an upstream that is no URL',
+    () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: ['not a url'] }]),
+    /^routes\[2\]\.upstreams\[0\]: /,
+  ],
+  [
+    'a route prefix with dot segments',
+    () => configYaml([routeA(), routeC(), { prefix: '/x/../a', upstreams: [c.url] }]),
+    /prefix "\/x\/\.\.\/a" holds \. or \.\. segments/,
+  ],
   ['a misspelt route key', () => configYaml([routeA(), routeC(), { prefix: '/d', upstream: [c.url] }]), /^routes\[2\]/],
   ['a route with no upstream', () => configYaml([routeA(), routeC(), { prefix: '/d', upstreams: [] }]), /^routes\[2\]\.upstreams: /],
 ];
@@ -88,7 +104,7 @@ afterAll(async () => {
 });
 
 describe('the watched config file', () => {
-  it('starts with the file\'s routes', async () => {
+  it("starts with the file's routes", async () => {
     expect(await status('/a/x')).toBe(200);
     expect(await status('/b/x')).toBe(404);
   });
@@ -202,13 +218,23 @@ describe('reloadRoutes() (what SIGHUP calls)', () => {
     expect(await unwatched.gateway.reloadRoutes()).toBe(true);
     expect(await get('/b/x')).toBe(200);
     expect(await get('/a/x')).toBe(200);
-    expect(unwatched.logs.entries().filter((e) => e.msg === RELOADED).at(-1)).toMatchObject({ level: 30, routes: 2 });
+    expect(
+      unwatched.logs
+        .entries()
+        .filter((e) => e.msg === RELOADED)
+        .at(-1),
+    ).toMatchObject({ level: 30, routes: 2 });
   });
 
   it('refuses a broken file, returns false, logs why and changes nothing', async () => {
     await unwatched.writeRoutes([routeA(), routeC(), { prefix: '/api/v1/auth/', upstreams: [c.url] }]);
     expect(await unwatched.gateway.reloadRoutes()).toBe(false);
-    expect(unwatched.logs.entries().filter((e) => e.msg === REFUSED).at(-1)).toMatchObject({
+    expect(
+      unwatched.logs
+        .entries()
+        .filter((e) => e.msg === REFUSED)
+        .at(-1),
+    ).toMatchObject({
       level: 50,
       problems: [expect.stringContaining('routes[2].prefix: /api/v1/auth/ is served by the gateway itself')],
     });
@@ -220,7 +246,10 @@ describe('reloadRoutes() (what SIGHUP calls)', () => {
   it.each(BROKEN_EDITS)('refuses %s at once, naming the problem', async (_case, text, problem) => {
     await writeFile(unwatched.configFile, text());
     expect(await unwatched.gateway.reloadRoutes()).toBe(false);
-    const refusal = unwatched.logs.entries().filter((e) => e.msg === REFUSED).at(-1) as { problems: string[]; level: number };
+    const refusal = unwatched.logs
+      .entries()
+      .filter((e) => e.msg === REFUSED)
+      .at(-1) as { problems: string[]; level: number };
     expect(refusal.level).toBe(50);
     expect(refusal.problems.some((p) => problem.test(p))).toBe(true);
     expect(await get('/a/x')).toBe(200);

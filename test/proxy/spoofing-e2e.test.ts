@@ -99,7 +99,7 @@ describe('identity headers sent by the client', () => {
   ];
   const forged = (spell: (name: string) => string) => IDENTITY.map((name) => `${spell(name)}: forged-${name}`);
 
-  it.each(spellings)('in %s are replaced by the gateway\'s on a protected route', async (_case, spell) => {
+  it.each(spellings)("in %s are replaced by the gateway's on a protected route", async (_case, spell) => {
     const got = received(await rawRequest(gw.url, ['GET /api/whoami HTTP/1.1', auth, ...forged(spell)]));
     expectGatewayIdentity(got.headers);
     expect(JSON.stringify(got.headers)).not.toContain('forged');
@@ -118,7 +118,7 @@ describe('identity headers sent by the client', () => {
     expect(JSON.stringify(got.headers)).not.toContain('forged');
   });
 
-  it('in a chunked request\'s trailers never reach the upstream', async () => {
+  it("in a chunked request's trailers never reach the upstream", async () => {
     const response = await rawExchange(
       gw.url,
       ['POST /api/upload HTTP/1.1', `host: ${hostLine}`, auth, 'transfer-encoding: chunked', 'trailer: x-gatehouse-subject', 'connection: close'],
@@ -178,7 +178,7 @@ describe('forwarding headers from a trusted proxy (the contrast)', () => {
     await upstream.close();
   });
 
-  it('extends the chain, keeps the proxy\'s Host and proto, and still drops odd spellings', async () => {
+  it("extends the chain, keeps the proxy's Host and proto, and still drops odd spellings", async () => {
     const got = received(
       await rawRequest(trusting.url, [
         'GET /api/where HTTP/1.1',
@@ -245,7 +245,7 @@ describe('X-Request-Id from the client', () => {
 });
 
 describe('Connection header nominations', () => {
-  it('Connection: x-gatehouse-subject does not strip the gateway\'s identity header', async () => {
+  it("Connection: x-gatehouse-subject does not strip the gateway's identity header", async () => {
     const got = received(await rawRequest(gw.url, ['GET /api/c HTTP/1.1', auth, 'connection: x-gatehouse-subject', 'x-gatehouse-subject: forged']));
     expectGatewayIdentity(got.headers);
     expect(JSON.stringify(got.headers)).not.toContain('forged');
@@ -259,7 +259,7 @@ describe('Connection header nominations', () => {
     expect(got.headers).toMatchObject({ 'x-request-id': 'trace-9', 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'http', 'x-forwarded-host': hostLine });
   });
 
-  it('Connection: x-gatehouse-subject on a public route does not smuggle the client\'s copy through', async () => {
+  it("Connection: x-gatehouse-subject on a public route does not smuggle the client's copy through", async () => {
     const got = received(
       await rawRequest(gw.url, [
         'GET /public/c HTTP/1.1',

@@ -191,20 +191,28 @@ describe('streaming with bounded memory', () => {
   // Each starts with a smaller transfer: the first megabytes through a fresh
   // process grow V8's heap and the allocator's arenas to their working size,
   // which is not what is measured here.
-  it('streams a 512 MiB chunked upload to the upstream with exact byte count and bounded RSS growth', async () => {
-    await upload(`${gw.url}/bulk/warm-up`, 64 * MiB);
-    const { result, growth } = await rssGrowthDuring(() => upload(`${gw.url}/bulk/upload`, TRANSFER_BYTES));
-    expect(result.status).toBe(200);
-    expect(JSON.parse(result.body)).toEqual({ bytes: TRANSFER_BYTES, framing: 'chunked' });
-    expect(growth).toBeLessThan(RSS_GROWTH_LIMIT);
-  }, TRANSFER_TIMEOUT_MS);
+  it(
+    'streams a 512 MiB chunked upload to the upstream with exact byte count and bounded RSS growth',
+    async () => {
+      await upload(`${gw.url}/bulk/warm-up`, 64 * MiB);
+      const { result, growth } = await rssGrowthDuring(() => upload(`${gw.url}/bulk/upload`, TRANSFER_BYTES));
+      expect(result.status).toBe(200);
+      expect(JSON.parse(result.body)).toEqual({ bytes: TRANSFER_BYTES, framing: 'chunked' });
+      expect(growth).toBeLessThan(RSS_GROWTH_LIMIT);
+    },
+    TRANSFER_TIMEOUT_MS,
+  );
 
-  it('streams a 512 MiB content-length download to the client with exact byte count and bounded RSS growth', async () => {
-    await download(`${gw.url}/bulk/download?bytes=${64 * MiB}`);
-    const { result, growth } = await rssGrowthDuring(() => download(`${gw.url}/bulk/download?bytes=${TRANSFER_BYTES}`));
-    expect(result).toEqual({ status: 200, contentLength: String(TRANSFER_BYTES), bytes: TRANSFER_BYTES });
-    expect(growth).toBeLessThan(RSS_GROWTH_LIMIT);
-  }, TRANSFER_TIMEOUT_MS);
+  it(
+    'streams a 512 MiB content-length download to the client with exact byte count and bounded RSS growth',
+    async () => {
+      await download(`${gw.url}/bulk/download?bytes=${64 * MiB}`);
+      const { result, growth } = await rssGrowthDuring(() => download(`${gw.url}/bulk/download?bytes=${TRANSFER_BYTES}`));
+      expect(result).toEqual({ status: 200, contentLength: String(TRANSFER_BYTES), bytes: TRANSFER_BYTES });
+      expect(growth).toBeLessThan(RSS_GROWTH_LIMIT);
+    },
+    TRANSFER_TIMEOUT_MS,
+  );
 });
 
 describe('uploads and the response deadline', () => {
@@ -235,7 +243,9 @@ describe('uploads and the response deadline', () => {
       sent += UPLOAD_CHUNK.length;
     };
     send16k();
-    await (await strictUploads.of('/strict/drip')).firstBytes;
+    await (
+      await strictUploads.of('/strict/drip')
+    ).firstBytes;
     // The upload's deadline is running. A request with the same deadline sent
     // now answers 504 only once that much time has passed; meanwhile the
     // upload keeps flowing, a chunk at a time, well within the deadline.
@@ -265,7 +275,7 @@ describe('uploads and the response deadline', () => {
 });
 
 describe('hop-by-hop headers', () => {
-  it('stops the client\'s and the upstream\'s hop-by-hop headers at the gateway and keeps every Set-Cookie', async () => {
+  it("stops the client's and the upstream's hop-by-hop headers at the gateway and keeps every Set-Cookie", async () => {
     const echoed = await send(`${gw.url}/echo/hop`, {
       headers: {
         connection: 'close, X-Foo',
@@ -327,7 +337,13 @@ describe('message framing', () => {
     }
     // And none of them was cut short: each completed.
     const completed = gw.logs.entries().filter((entry) => entry.kind === 'proxy' && String(entry.url).startsWith('/special/'));
-    expect(completed.map((entry) => [entry.status, entry.completed])).toEqual(expect.arrayContaining([[200, true], [204, true], [304, true]]));
+    expect(completed.map((entry) => [entry.status, entry.completed])).toEqual(
+      expect.arrayContaining([
+        [200, true],
+        [204, true],
+        [304, true],
+      ]),
+    );
   });
 
   it.each([['DELETE'], ['OPTIONS']])('forwards a chunked %s with a body as one request (no request smuggling)', async (method) => {

@@ -112,7 +112,7 @@ function expectEndsAt(tunnel: Opened, deadline: number, reason: TunnelEnd): void
 }
 
 describe('a tunnel ends', () => {
-  it('at its token\'s expiry, not a millisecond before', async () => {
+  it("at its token's expiry, not a millisecond before", async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const alice = await principal('alice', { tokenTtlMs: 60_000 });
     const tunnel = open(alice);
@@ -120,7 +120,7 @@ describe('a tunnel ends', () => {
     expect(registry.size).toBe(0);
   });
 
-  it('at its session\'s end, not its token\'s, when the route keeps tunnels past expiry', async () => {
+  it("at its session's end, not its token's, when the route keeps tunnels past expiry", async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const alice = await principal('alice', { tokenTtlMs: 60_000, sessionTtlMs: 2 * HOUR_MS });
     const tunnel = open(alice, false);
@@ -148,7 +148,7 @@ describe('a tunnel ends', () => {
     expect(registry.size).toBe(1);
   });
 
-  it('when its user is disabled, refresh-token tunnels included, and only that user\'s', async () => {
+  it("when its user is disabled, refresh-token tunnels included, and only that user's", async () => {
     const alice = await principal('alice');
     const viaRefresh = open({ ...alice, tokenType: 'Refresh', expiresAtMs: alice.sessionEndsAtMs });
     const viaAccess = open(alice);
@@ -159,7 +159,7 @@ describe('a tunnel ends', () => {
     expect([viaRefresh.ended, viaAccess.ended, bob.ended, anonymous.ended]).toEqual([inactive, inactive, [], []]);
   });
 
-  it('when the API key its session came from is revoked, and not its user\'s other sessions', async () => {
+  it("when the API key its session came from is revoked, and not its user's other sessions", async () => {
     const byKey = open(await principal('alice', { apiKey: true }));
     const byPassword = open(await principal('alice'));
     await changeUsers((data) => revokeApiKey(data, original.users.alice!.apiKeys[0]!.id));

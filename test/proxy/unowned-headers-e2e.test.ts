@@ -64,14 +64,17 @@ describe('attack 10: client headers that a backend would trust', () => {
     ['X_Gatehouse_Roles (underscores)', 'X_Gatehouse_Roles: admin'],
   ])('%s never reaches the backend', async (_name, line) => {
     const name = line.slice(0, line.indexOf(':')).toLowerCase();
-    for (const [path, extra] of [['/api/x', [auth]], ['/public/x', []]] as const) {
+    for (const [path, extra] of [
+      ['/api/x', [auth]],
+      ['/public/x', []],
+    ] as const) {
       const headers = await received(gw, path, [...extra, line]);
       expect(headers[name], `${name} on ${path}`).toBeUndefined();
       expect(JSON.stringify(headers)).not.toMatch(/203\.0\.113\.66|delete-everything|DELETE|"admin"|other-tenant/);
     }
   });
 
-  it('the gateway\'s own identity headers still reach the backend', async () => {
+  it("the gateway's own identity headers still reach the backend", async () => {
     const headers = await received(gw, '/api/x', [auth, 'X-Gatehouse-Username: mallory']);
     expect(headers['x-gatehouse-username']).toBe('alice');
     expect(headers['x-gatehouse-subject']).toEqual(expect.any(String));

@@ -108,7 +108,9 @@ describe('upstream failures', () => {
     const response = await send(`${gw.url}/slow/never`);
     expectDiagnoses(response.status, response.body, 504, '504 (Gateway Timeout) - temporarily_unavailable: upstream timed out');
     // The request reached the upstream (the answer was not made up before it), and was not left open there.
-    await (await held.of('/slow/never')).gone;
+    await (
+      await held.of('/slow/never')
+    ).gone;
     expect((await loggedFailure(holding.url)).message).toMatch(/headers timeout/i);
   });
 

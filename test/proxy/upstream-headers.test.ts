@@ -577,14 +577,17 @@ describe('response headers', () => {
   });
 
   it('keeps every Set-Cookie value and the end-to-end headers', async () => {
-    const response = await upstreamResponse([
-      'Set-Cookie: a=1; Path=/; HttpOnly',
-      'Set-Cookie: b=2; Path=/; Secure',
-      'Set-Cookie: c=3',
-      'WWW-Authenticate: Bearer realm="api"',
-      'Cache-Control: no-store',
-      'Content-Length: 0',
-    ], '');
+    const response = await upstreamResponse(
+      [
+        'Set-Cookie: a=1; Path=/; HttpOnly',
+        'Set-Cookie: b=2; Path=/; Secure',
+        'Set-Cookie: c=3',
+        'WWW-Authenticate: Bearer realm="api"',
+        'Cache-Control: no-store',
+        'Content-Length: 0',
+      ],
+      '',
+    );
     const upstream: IncomingHttpHeaders = response.headers;
     const before = structuredClone({ ...upstream });
     const out = untrusted.responseHeaders(upstream);

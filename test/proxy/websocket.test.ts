@@ -72,7 +72,7 @@ describe('WebSocket proxying', () => {
         headers: {
           ...bearer(tokens.access_token),
           'x-gatehouse-subject': 'admin',
-          'X_Gatehouse_Username': 'root',
+          X_Gatehouse_Username: 'root',
           'x.gatehouse.session': 'forged',
           'x-forwarded-for': '10.0.0.1',
           'x-custom': 'kept',
@@ -108,7 +108,7 @@ describe('WebSocket proxying', () => {
     ws.close();
   });
 
-  it('applies the route\'s prefix rewrite to an upgrade', async () => {
+  it("applies the route's prefix rewrite to an upgrade", async () => {
     const ws = track(await mustOpen(`${gw.url}/live/feed`, { headers: bearer(tokens.access_token) }));
     expect(upstream.handshakes.at(-1)!.url).toBe('/socket/feed');
     expect(await roundTrip(ws, 'x')).toBe('x');
@@ -187,7 +187,7 @@ describe('WebSocket proxying', () => {
     bystander.close();
   });
 
-  it('closes a tunnel when its user is disabled (the users file changed), refresh-token ones included, and only that user\'s', async () => {
+  it("closes a tunnel when its user is disabled (the users file changed), refresh-token ones included, and only that user's", async () => {
     const alice = await login(gw.url, 'alice', 'alice-password-1');
     const bob = await login(gw.url, 'bob', 'bob-password-1');
     const viaAccess = track(await mustOpen(`${gw.url}/ws`, { headers: bearer(alice.access_token) }));
@@ -205,7 +205,7 @@ describe('WebSocket proxying', () => {
     bystander.close();
   });
 
-  it('closes a tunnel when the API key its session came from is revoked, and not the same user\'s password sessions', async () => {
+  it("closes a tunnel when the API key its session came from is revoked, and not the same user's password sessions", async () => {
     const apiKey = gw.apiKeys.alice![0]!;
     const byKey = await login(gw.url, 'alice', apiKey);
     const byPassword = await login(gw.url, 'alice', 'alice-password-1');
@@ -265,7 +265,12 @@ describe('WebSocket proxying', () => {
     const upstreamSide = upstreamClosed(upstream, 'ws-log-1');
     ws.close();
     await upstreamSide;
-    expect(gw.logs.entries().filter((e) => e.kind === 'websocket' && e.reqId === 'ws-log-1').map((e) => e.event)).toEqual(['open', 'close']);
+    expect(
+      gw.logs
+        .entries()
+        .filter((e) => e.kind === 'websocket' && e.reqId === 'ws-log-1')
+        .map((e) => e.event),
+    ).toEqual(['open', 'close']);
     expect(gw.logs.entries().find((e) => e.kind === 'websocket' && e.event === 'close' && e.reqId === 'ws-log-1')).toMatchObject({
       msg: 'request',
       status: 101,
@@ -322,7 +327,9 @@ describe('WebSocket tunnels and the upstream', () => {
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
-    const gw = await startTestGateway({ config: { routes: [{ prefix: '/ws', upstreams: [`http://127.0.0.1:${port}`], auth: 'none', responseTimeoutMs: 300 }] } });
+    const gw = await startTestGateway({
+      config: { routes: [{ prefix: '/ws', upstreams: [`http://127.0.0.1:${port}`], auth: 'none', responseTimeoutMs: 300 }] },
+    });
     try {
       const result = (await openWs(`${gw.url}/ws`)) as Refused;
       expect(result.status).toBe(504);
@@ -338,7 +345,9 @@ describe('WebSocket tunnels and the upstream', () => {
     const silent = createServer((socket) => socket.resume());
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
-    const gw = await startTestGateway({ config: { routes: [{ prefix: '/ws', upstreams: [`http://127.0.0.1:${port}`], auth: 'none', responseTimeoutMs: 300 }] } });
+    const gw = await startTestGateway({
+      config: { routes: [{ prefix: '/ws', upstreams: [`http://127.0.0.1:${port}`], auth: 'none', responseTimeoutMs: 300 }] },
+    });
     const connected = once(silent, 'connection') as Promise<[Socket]>;
     try {
       const client = new WebSocket(`${gw.url.replace('http', 'ws')}/ws`);

@@ -8,7 +8,19 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtPayload, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { send } from '../helpers/http-client.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, accepted, metric, poll, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
+import {
+  NOT_FOUND_BODY,
+  SERVICE_TOKEN,
+  STORE_KINDS,
+  TestStore,
+  accepted,
+  metric,
+  poll,
+  type ScriptedUpstream,
+  startRequestsFixture,
+  type RequestsFixture,
+  EVENTUALLY,
+} from './support.js';
 
 const SMALL_BOUND = 256;
 
@@ -304,7 +316,10 @@ describe.each(STORE_KINDS)('202 capture on the %s store', (kind) => {
   });
 
   it('never answers a 202 with a 500, whatever the body', async () => {
-    const statuses = gw.logs.entries().filter((entry) => entry.kind === 'proxy').map((entry) => entry.status);
+    const statuses = gw.logs
+      .entries()
+      .filter((entry) => entry.kind === 'proxy')
+      .map((entry) => entry.status);
     expect(statuses.length).toBeGreaterThan(10);
     expect(statuses).not.toContain(500);
   });

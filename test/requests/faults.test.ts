@@ -144,7 +144,12 @@ describe.each(STORE_KINDS)('the %s store going away', (kind) => {
       expect(await metric(gw.adminUrl!, 'gatehouse_async_captures_total', { outcome: 'queued' })).toBeGreaterThanOrEqual(10);
       expect(await metric(gw.adminUrl!, 'gatehouse_outbox_records')).toBe(0);
       expect(await metric(gw.adminUrl!, 'gatehouse_outbox_dropped_total')).toBe(0);
-      expect(gw.logs.entries().filter((entry) => entry.kind === 'proxy').map((entry) => entry.status)).not.toContain(500);
+      expect(
+        gw.logs
+          .entries()
+          .filter((entry) => entry.kind === 'proxy')
+          .map((entry) => entry.status),
+      ).not.toContain(500);
     } finally {
       await outage.end();
       await gw.close();
@@ -194,7 +199,10 @@ describe.each(STORE_KINDS)('the %s store going away', (kind) => {
       expect(await metric(gw.adminUrl!, 'gatehouse_async_captures_total', { outcome: 'dropped' })).toBe(2);
       expect(await metric(gw.adminUrl!, 'gatehouse_outbox_records')).toBe(3);
       const full = gw.logs.entries().filter((entry) => entry.event === 'outbox_full');
-      expect(full.map((entry) => [entry.level, entry.requestId])).toEqual([[50, sent[3]!.id], [50, sent[4]!.id]]);
+      expect(full.map((entry) => [entry.level, entry.requestId])).toEqual([
+        [50, sent[3]!.id],
+        [50, sent[4]!.id],
+      ]);
 
       await outage.end();
       await drained(gw);
@@ -264,7 +272,11 @@ describe('a gateway restarted on the same Redis', () => {
         alice = await login(before.url, 'alice', 'alice-password-1');
         for (let i = 0; i < 6; i++) expected.set((await submit(before, alice)).id!, 'pending');
         const ids = [...expected.keys()];
-        for (const [id, status] of [[ids[0]!, 'completed'], [ids[1]!, 'failed'], [ids[2]!, 'completed']] as const) {
+        for (const [id, status] of [
+          [ids[0]!, 'completed'],
+          [ids[1]!, 'failed'],
+          [ids[2]!, 'completed'],
+        ] as const) {
           expect((await reportStatus(before.adminUrl!, id, { status })).status).toBe(200);
           expected.set(id, status);
         }

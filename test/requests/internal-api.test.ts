@@ -5,7 +5,18 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 
-import { SERVICE_TOKEN, STORE_KINDS, TestStore, metric, poll, reportStatus, startScriptedUpstream, type ScriptedUpstream, startRequestsFixture, type RequestsFixture } from './support.js';
+import {
+  SERVICE_TOKEN,
+  STORE_KINDS,
+  TestStore,
+  metric,
+  poll,
+  reportStatus,
+  startScriptedUpstream,
+  type ScriptedUpstream,
+  startRequestsFixture,
+  type RequestsFixture,
+} from './support.js';
 
 const diagnoses = (detail: string) => ({ $diagnoses: [{ $severity: 'error', $message: expect.any(String), $detail: detail }] });
 
@@ -155,7 +166,9 @@ describe('the internal status API without a configured service token', () => {
   });
 
   it('warns at start and refuses every call with 401', async () => {
-    expect(gw.logs.entries()).toContainEqual(expect.objectContaining({ level: 40, msg: expect.stringMatching(/no requests\.serviceToken .* refuses every call/) }));
+    expect(gw.logs.entries()).toContainEqual(
+      expect.objectContaining({ level: 40, msg: expect.stringMatching(/no requests\.serviceToken .* refuses every call/) }),
+    );
     const response = await fetch(`${gw.url}/orders/new`, { method: 'POST', headers: { authorization: `Bearer ${alice.access_token}` } });
     const { requestId } = (await response.json()) as { requestId: string };
     for (const token of [SERVICE_TOKEN, null, '', 'x'.repeat(40)]) {

@@ -12,7 +12,18 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { testRedisUrl } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, metric, poll, reportStatus, startScriptedUpstream, type ScriptedUpstream, EVENTUALLY } from './support.js';
+import {
+  SERVICE_TOKEN,
+  STORE_KINDS,
+  TestStore,
+  makeStore,
+  metric,
+  poll,
+  reportStatus,
+  startScriptedUpstream,
+  type ScriptedUpstream,
+  EVENTUALLY,
+} from './support.js';
 
 const INTERVAL_MS = 300;
 const TIMEOUT_MS = 300;
@@ -221,11 +232,14 @@ describe.each(STORE_KINDS)('reconciling with the upstream status URL on the %s s
     ['an unknown status', (res: ServerResponse) => json(res, 200, { status: 'done' })],
     ['a status in the wrong case', (res: ServerResponse) => json(res, 200, { status: 'FAILED' })],
     ['an oversized body', (res: ServerResponse) => json(res, 200, { status: 'failed', pad: 'x'.repeat(64 * 1024) })],
-    ['a cut-off answer', (res: ServerResponse) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.end('{"status":');
-      res.destroy();
-    }],
+    [
+      'a cut-off answer',
+      (res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+        res.end('{"status":');
+        res.destroy();
+      },
+    ],
   ])('leaves a request pending when the status URL answers %s', async (_case, answer) => {
     const id = await accept();
     status.answers.set(id, answer);

@@ -12,7 +12,19 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { login, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { advanceStoreClock } from '../helpers/store-clock.js';
-import { NOT_FOUND_BODY, SERVICE_TOKEN, STORE_KINDS, TestStore, makeStore, poll, reportStatus, type ScriptedUpstream, startRequestsFixture, type RequestsFixture, EVENTUALLY } from './support.js';
+import {
+  NOT_FOUND_BODY,
+  SERVICE_TOKEN,
+  STORE_KINDS,
+  TestStore,
+  makeStore,
+  poll,
+  reportStatus,
+  type ScriptedUpstream,
+  startRequestsFixture,
+  type RequestsFixture,
+  EVENTUALLY,
+} from './support.js';
 
 /** Far longer than any test here may take. */
 const LONG_WAIT_S = 30;
@@ -88,7 +100,10 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
       const [done, broken] = await Promise.all([accept(), accept()]);
       expect((await reportStatus(gw.adminUrl!, done, { status: 'completed' })).status).toBe(200);
       expect((await reportStatus(gw.adminUrl!, broken, { status: 'failed' })).status).toBe(200);
-      for (const [id, status] of [[done, 'completed'], [broken, 'failed']] as const) {
+      for (const [id, status] of [
+        [done, 'completed'],
+        [broken, 'failed'],
+      ] as const) {
         const answer = await poll(gw.url, id, alice.access_token);
         expect(answer.body).toEqual({ status });
         expect(answer.headers.get('retry-after')).toBeNull();
@@ -119,11 +134,16 @@ describe.each(STORE_KINDS)('the status endpoint on the %s store', (kind) => {
       ['a Basic header', { authorization: 'Basic YWxpY2U6eA==' }, /error="invalid_token"/],
     ])('%s with 401 and a challenge, on both paths and methods', async (_case, headers, challenge) => {
       const id = await accept();
-      for (const [method, base] of [['GET', '/api/v1'], ['POST', '/v1']] as const) {
+      for (const [method, base] of [
+        ['GET', '/api/v1'],
+        ['POST', '/v1'],
+      ] as const) {
         const answer = await poll(gw.url, id, undefined, { method, base, headers });
         expect(answer.status).toBe(401);
         expect(answer.headers.get('www-authenticate')).toMatch(challenge);
-        expect(answer.body).toEqual({ $diagnoses: [expect.objectContaining({ $severity: 'error', $detail: expect.stringMatching(/^401 \(Unauthorized\) - invalid_token: /) })] });
+        expect(answer.body).toEqual({
+          $diagnoses: [expect.objectContaining({ $severity: 'error', $detail: expect.stringMatching(/^401 \(Unauthorized\) - invalid_token: /) })],
+        });
       }
     });
 

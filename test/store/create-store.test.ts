@@ -41,7 +41,16 @@ describe('createStore', () => {
         expect(log.text()).not.toContain('top-secret');
 
         await server.start();
-        await expect.poll(() => store.ping().then(() => 'up', () => 'down'), { timeout: 10_000, interval: 100 }).toBe('up');
+        await expect
+          .poll(
+            () =>
+              store.ping().then(
+                () => 'up',
+                () => 'down',
+              ),
+            { timeout: 10_000, interval: 100 },
+          )
+          .toBe('up');
 
         // Redis was not there at start: the revocation subscription too must come up on its own.
         const heard = new Set<string>();

@@ -391,7 +391,11 @@ describe('RedisStore when Redis fails', () => {
     (await everyOperation(store, session.sid, request.id)).forEach((outcome) => expectStoreUnavailable(outcome));
 
     // Many reconnect attempts failed; each connection said so once.
-    expect(warnings(log, 'Redis connection failing').map((line) => line.connection).sort()).toStrictEqual(['commands', 'subscriber']);
+    expect(
+      warnings(log, 'Redis connection failing')
+        .map((line) => line.connection)
+        .sort(),
+    ).toStrictEqual(['commands', 'subscriber']);
   });
 
   it('answers store_unavailable when Redis hangs without answering, with the least Retry-After', { timeout: 15_000 }, async () => {

@@ -253,7 +253,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       expect(await peer.revokeSession(session.sid)).toBe(false);
     });
 
-    it('lists a user\'s live sessions, oldest first, without ended ones or other users\'', async () => {
+    it("lists a user's live sessions, oldest first, without ended ones or other users'", async () => {
       const { store } = subject;
       const sub = `u-${randomUUID()}`;
       const first = sessionRecord({ sub });

@@ -37,7 +37,7 @@ async function bearerStatus(token: string): Promise<{ status: number; detail: st
 const NOT_CANONICAL = '401 (Unauthorized) - invalid_token: token is not in canonical base64url';
 
 describe('attack 11b: non-canonical base64url in a token', () => {
-  it('of 16 spellings of one valid token\'s signature only the canonical one verifies, and the bearer cache holds one entry', async () => {
+  it("of 16 spellings of one valid token's signature only the canonical one verifies, and the bearer cache holds one entry", async () => {
     const { access_token: token } = await login(gw.url, 'alice', 'alice-password-1');
     const [header, payload, signature] = token.split('.') as [string, string, string];
     const variants = spellings(signature);

@@ -50,15 +50,17 @@ function capturingLogger() {
   return { logger, lines, raw };
 }
 
-async function load(options: {
-  file?: string;
-  algorithm?: SigningAlgorithm;
-  retainS?: number;
-  watch?: boolean;
-  now?: () => number;
-  readOnly?: boolean;
-  logger?: ReturnType<typeof capturingLogger>['logger'];
-} = {}): Promise<WatchedKeySet> {
+async function load(
+  options: {
+    file?: string;
+    algorithm?: SigningAlgorithm;
+    retainS?: number;
+    watch?: boolean;
+    now?: () => number;
+    readOnly?: boolean;
+    logger?: ReturnType<typeof capturingLogger>['logger'];
+  } = {},
+): Promise<WatchedKeySet> {
   const keys = await loadKeySet({
     file: options.file ?? join(folder, 'keys.json'),
     algorithm: options.algorithm ?? 'EdDSA',
@@ -236,9 +238,7 @@ describe('rotation', () => {
     expect(es256.signingKey().kid).not.toBe(eddsaKid);
     expect(es256.algorithms()).toEqual(['ES256', 'EdDSA']);
     expect(await verifiesWith(es256, eddsaToken)).toBe(true);
-    expect(lines).toContainEqual(
-      expect.objectContaining({ msg: 'signing algorithm changed: rotated the signing key', previousKid: eddsaKid, alg: 'ES256' }),
-    );
+    expect(lines).toContainEqual(expect.objectContaining({ msg: 'signing algorithm changed: rotated the signing key', previousKid: eddsaKid, alg: 'ES256' }));
     const stored = await readStored(file);
     expect(stored.keys.map((k) => [k.alg, k.retiredAt === undefined])).toEqual([
       ['EdDSA', false],

@@ -94,7 +94,14 @@ describe('GET /.well-known/jwks.json', () => {
     const ec = { kty: 'EC', crv: 'P-256', x: 'x', y: 'y', kid: 'k2', alg: 'ES256', use: 'sig' };
     const rsa = { kty: 'RSA', n: 'n', e: 'AQAB', kid: 'k3', alg: 'RS256', use: 'sig' };
     const secret = { d: 'd', p: 'p', q: 'q', dp: 'dp', dq: 'dq', qi: 'qi', key_ops: ['sign'], ext: true };
-    const document = jwksDocument({ keys: [{ ...okp, ...secret }, { ...ec, ...secret }, { ...rsa, ...secret }, { kty: 'oct', k: 'secret' }] });
+    const document = jwksDocument({
+      keys: [
+        { ...okp, ...secret },
+        { ...ec, ...secret },
+        { ...rsa, ...secret },
+        { kty: 'oct', k: 'secret' },
+      ],
+    });
     expect(document).toEqual({ keys: [okp, ec, rsa] });
   });
 });

@@ -59,15 +59,17 @@ export class UndiciEngine implements ForwardingEngine {
       headersTimeout: options.responseTimeoutMs,
       bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
     };
-    return pool.stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders })).then(
-      () => {
-        res.off('close', abort);
-      },
-      (error: unknown): never => {
-        res.off('close', abort);
-        throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
-      },
-    );
+    return pool
+      .stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders }))
+      .then(
+        () => {
+          res.off('close', abort);
+        },
+        (error: unknown): never => {
+          res.off('close', abort);
+          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
+        },
+      );
   }
 
   #pool(origin: string, connectTimeoutMs: number): Pool {
