@@ -3,8 +3,7 @@
 // Nothing else knows this file; tests and `main.ts` both start here. It
 // assembles and decides nothing: the config arrives checked (config-load/check.ts,
 // before any file is written or socket opened), listeners are built in
-// server/listeners.ts and hot reloads are config-load/reload.ts's.
-import cluster from 'node:cluster';
+// server/public-listener.ts and server/admin-listener.ts, and hot reloads are config-load/reload.ts's.
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './account/account-service.js';
@@ -25,14 +24,14 @@ import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
-import { adminListener, publicListener } from './server/listeners.js';
+import { adminListener } from './server/admin-listener.js';
+import { publicListener } from './server/public-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
-import { healthRoutes } from './server/health.js';
 import { createLogger } from './observability/logger.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
@@ -40,8 +39,6 @@ import { RequestTelemetry } from './observability/request-telemetry.js';
 import { createSpanExport } from './observability/span-export.js';
 import { measuredStore } from './observability/store-metrics.js';
 import { GATEHOUSE_VERSION } from './observability/version.js';
-import { workerScrape } from './observability/cluster-metrics.js';
-import { metricsRoute } from './server/metrics-route.js';
 import type { ForwardingEngine } from './proxy/engine.js';
 import { Admission } from './proxy/admission.js';
 import { createCachedLookup } from './proxy/dns-cache.js';
@@ -52,7 +49,6 @@ import { HeaderPolicy } from './proxy/upstream-headers.js';
 import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
 import { AsyncCapture } from './requests/async-capture.js';
-import { internalRoutes } from './requests/internal-routes.js';
 import { Journal } from './requests/journal.js';
 import { RequestTracker } from './requests/request-tracker.js';
 import { statusRoutes } from './requests/status-routes.js';
@@ -167,7 +163,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const clientAddress = compileClientAddress(config.server.trustedProxies);
   const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, clientAddress, allowClientHeaders: config.proxy.allowClientHeaders });
   // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({ routes: () => routes, bearer, headers, clientAddress, limits: new RouteLimits(limiters, metrics), authorization: new RouteAuthorization(identity) });
+  const admission = new Admission({
+    routes: () => routes,
+    bearer,
+    headers,
+    clientAddress,
+    limits: new RouteLimits(limiters, metrics),
+    authorization: new RouteAuthorization(identity),
+  });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
   // Spans over OTLP only when configured; otherwise the SDK is never loaded.
@@ -196,13 +199,25 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
   if (mode.local) {
     await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
-    await app.register(tokenEndpoint, { auth: mode.local.service, bodyLimitBytes: config.server.apiBodyLimitBytes, clients: config.tokens.clients, issuer: canonicalIssuer(config.tokens.issuer), hashing: passwordHashing, clientAddress });
+    await app.register(tokenEndpoint, {
+      auth: mode.local.service,
+      bodyLimitBytes: config.server.apiBodyLimitBytes,
+      clients: config.tokens.clients,
+      issuer: canonicalIssuer(config.tokens.issuer),
+      hashing: passwordHashing,
+      clientAddress,
+    });
   }
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
   if (config.account.enabled && mode.local) {
     userKeys ??= new FileApiKeys(mode.local.usersFile, mode.local.users);
     const account = new AccountService({ identity: mode.local.users, keys: userKeys, store, settings: config.account, logger });
-    await app.register(accountRoutes, { account, bearer, bodyLimitBytes: config.server.apiBodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
+    await app.register(accountRoutes, {
+      account,
+      bearer,
+      bodyLimitBytes: config.server.apiBodyLimitBytes,
+      maxKeyLifetimeDays: config.account.maxKeyLifetimeDays,
+    });
     await app.register(accountPage);
   }
   await app.register(statusRoutes, {
@@ -226,20 +241,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     : undefined;
   reloader?.watch();
 
-  let admin: FastifyInstance | undefined;
-  if (config.admin.enabled) {
-    admin = adminListener(config, logger);
-    await admin.register(errorHandler);
-    await admin.register(healthRoutes, { store, drain, ...(mode.ready && { identityReady: mode.ready }) });
-    // A cluster worker's scrape answers with the sum over every worker.
-    await admin.register(metricsRoute, { metrics, ...(cluster.isWorker && { scrape: workerScrape(metrics.registry) }) });
-    await admin.register(internalRoutes, {
-      tracker: requests,
-      serviceToken: config.requests.serviceToken,
-      bodyLimitBytes: config.server.apiBodyLimitBytes,
-      logger,
-    });
-  }
+  const admin = await adminListener(config, logger, { store, drain, metrics, requests, identityReady: mode.ready });
 
   return {
     config,

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PATHS, GATEWAY_PATH_PREFIXES, GATEWAY_PATH_ROOTS, GATEWAY_PATHS, isGatewayPath } from '../../src/http/gateway-paths.js';
-import { registeredRoutes } from '../../src/server/listeners.js';
+import { registeredRoutes } from '../../src/server/route-record.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 const HTTP_API_REFERENCE = new URL('../../docs/reference/http-api.md', import.meta.url);
@@ -39,7 +39,11 @@ describe('the gateway paths', () => {
   });
 
   it('keeps no space for itself that holds none of its paths', () => {
-    for (const prefix of GATEWAY_PATH_PREFIXES) expect(GATEWAY_PATHS.some((path) => path.startsWith(prefix)), prefix).toBe(true);
+    for (const prefix of GATEWAY_PATH_PREFIXES)
+      expect(
+        GATEWAY_PATHS.some((path) => path.startsWith(prefix)),
+        prefix,
+      ).toBe(true);
     for (const root of GATEWAY_PATH_ROOTS) expect(GATEWAY_PATHS, root).toContain(root);
   });
 

@@ -1,12 +1,14 @@
-// The gateway's two listeners. The public one: Fastify for the gateway's own
-// endpoints, every other request straight to the proxy's handler. The admin
-// one: health, readiness, metrics and the internal API, never public.
+// The public listener: Fastify for the gateway's own endpoints, every other
+// request straight to the proxy's handler.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { CorsPolicy } from '../cors/cors-policy.js';
+import type { ClientAddress } from '../http/client-address.js';
+import type { Drain } from '../http/drain.js';
+import { answerFrameworkError } from '../http/error-handler.js';
+import { isGatewayPath } from '../http/gateway-paths.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
 import { withClientAddress } from '../observability/logger.js';
@@ -14,45 +16,16 @@ import { redactUrl } from '../observability/redact-url.js';
 import { requestId } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceOf } from '../observability/trace-context.js';
-import { answerFrameworkError } from '../http/error-handler.js';
-import type { Drain } from '../http/drain.js';
-import { writeErrorToSocket } from '../http/error-response.js';
-import { gatehouseError } from '../core/errors.js';
-import type { ClientAddress } from '../http/client-address.js';
-import { isGatewayPath } from '../http/gateway-paths.js';
+import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
+import { recordRoutes } from './route-record.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** The connection's bytesWritten when a gateway-endpoint request began. */
 const bytesWrittenBefore = new WeakMap<IncomingMessage, number>();
 
-
 /** Fastify's default: longer than the idle timeout of common load balancers (60 s). */
 const KEEP_ALIVE_TIMEOUT_MS = 72_000;
-
-function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket): void {
-  // Node's headersTimeout: the head did not arrive in time.
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    writeErrorToSocket(socket, gatehouseError('request_timeout'));
-    return;
-  }
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
-  writeErrorToSocket(socket, gatehouseError('invalid_request', { reason: tooLarge ? 'request headers are too large' : 'the request is not valid HTTP/1.1' }));
-}
-
-/**
- * Node's timers for a request's arrival: the head within `headersTimeoutMs`,
- * the whole request within `requestTimeoutMs` (0: none). They are checked
- * every `connectionsCheckingInterval`, so that is kept well below them.
- */
-function arrivalTimeouts(headersTimeoutMs: number, requestTimeoutMs: number) {
-  const shortest = requestTimeoutMs > 0 ? Math.min(headersTimeoutMs, requestTimeoutMs) : headersTimeoutMs;
-  return {
-    headersTimeout: headersTimeoutMs,
-    requestTimeout: requestTimeoutMs,
-    connectionsCheckingInterval: Math.max(10, Math.min(30_000, Math.floor(shortest / 4))),
-  };
-}
 
 /**
  * The public listener: Fastify serves the gateway's own endpoints; every
@@ -144,47 +117,4 @@ export function publicListener(
     });
   });
   return app;
-}
-
-/** The admin listener's Fastify; its routes are registered by the assembly. */
-export function adminListener(config: Config, logger: Logger): FastifyInstance {
-  const adminLogger = logger.child({ listener: 'admin' });
-  const { headersTimeoutMs, requestTimeoutMs } = config.server;
-  const app = Fastify({
-    loggerInstance: adminLogger as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: true }),
-    frameworkErrors: answerFrameworkError,
-    http: arrivalTimeouts(headersTimeoutMs, requestTimeoutMs),
-    requestTimeout: requestTimeoutMs,
-    clientErrorHandler: answerUnparsableRequest,
-  });
-  // Its own cap, far below the public one's: a flood of the public listener never reaches it.
-  limitConnections(app.server, { maxConnections: config.admin.maxConnections }, adminLogger);
-  recordRoutes(app);
-  return app;
-}
-
-/** A route as a listener registered it: what the gateway answers itself (held to http/gateway-paths.ts by its test). */
-export interface RegisteredRoute {
-  method: string;
-  url: string;
-}
-
-const registered = new WeakMap<FastifyInstance, RegisteredRoute[]>();
-
-/** Every route registered on a listener made here, HEAD routes included. */
-export function registeredRoutes(app: FastifyInstance): readonly RegisteredRoute[] {
-  return registered.get(app) ?? [];
-}
-
-/** Keeps a listener's routes as they are registered; one that `accept` refuses fails the registration (and so the start). */
-function recordRoutes(app: FastifyInstance, accept: (url: string) => boolean = () => true): void {
-  const routes: RegisteredRoute[] = [];
-  registered.set(app, routes);
-  app.addHook('onRoute', (route) => {
-    if (!accept(route.url)) {
-      throw new Error(`route ${route.url} is not one of the gateway's paths (http/gateway-paths.ts): the listener would hand its requests to the proxy`);
-    }
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
-  });
 }
