@@ -210,8 +210,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   }
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
   if (config.account.enabled && mode.local) {
-    userKeys ??= new FileApiKeys(mode.local.usersFile, mode.local.users);
-    const account = new AccountService({ identity: mode.local.users, keys: userKeys, store, settings: config.account, logger });
+    const fileKeys = new FileApiKeys(mode.local.usersFile, mode.local.users);
+    userKeys ??= fileKeys;
+    const account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
     await app.register(accountRoutes, {
       account,
       bearer,

@@ -13,15 +13,17 @@ import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import { generateApiKey } from '../identity/api-keys.js';
 import type { KeyScope } from '../identity/key-scope.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
-import type { ApiKeyRecord } from '../identity/users-file.js';
+import { isUserMadeKey, type ApiKeyRecord } from '../identity/users-file.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { ApiKeyDirectory, KeyOwner } from './api-key-directory.js';
 
 export interface AccountServiceOptions {
   identity: LocalIdentityProvider;
-  /** Where the keys users make go (and, in-memory, where every key of theirs is). */
+  /** Where the keys users make go: the store (Redis) or, in-memory, the users file. */
   keys: ApiKeyDirectory;
+  /** The users file's keys that users made (`keys` itself on the in-memory store). */
+  fileKeys: ApiKeyDirectory;
   store: Store;
   settings: AccountConfig;
   logger: Logger;
@@ -36,7 +38,7 @@ export interface KeyView {
   expiresAt: string | null;
   lastUsedAt: string | null;
   scope: { roles: string[] | null; scopes: string[] | null; readOnly: boolean };
-  /** `user`: made here, revocable here; `operator`: listed in the users file beside a shared store. */
+  /** `user`: made by the user (account API), revocable here; `operator`: made by an operator (CLI), revocable by them only. */
   managedBy: 'user' | 'operator';
 }
 
@@ -74,10 +76,12 @@ export class AccountService {
 
   async listKeys(principal: Principal): Promise<KeyView[]> {
     const owner = this.#owner(principal);
-    const { keys, identity } = this.#options;
-    const own = await this.#stored(() => keys.list(owner));
-    // Beside a shared store, the users file's keys are the operator's: shown, not revocable here.
-    const operators: ApiKeyRecord[] = keys.kind === 'store' ? identity.apiKeysOf(principal.sub).filter((key) => key.revokedAt === undefined) : [];
+    const { keys, fileKeys } = this.#options;
+    // Beside Redis, the keys users made in the users file (on the in-memory store, before a move) stay theirs.
+    const [stored, filed] = await this.#stored(() => Promise.all([keys.list(owner), keys === fileKeys ? [] : fileKeys.list(owner)]));
+    const own = [...filed, ...stored];
+    // The users file's other keys are the operator's: shown, not revocable here.
+    const operators = this.#operatorKeys(principal);
     const lastUsed = await this.#stored(() => keys.lastUsed([...own, ...operators].map((key) => key.id)));
     return [...operators.map((key) => view(key, 'operator', lastUsed)), ...own.map((key) => view(key, 'user', lastUsed))];
   }
@@ -93,7 +97,8 @@ export class AccountService {
     const held = this.#user(principal).roles;
     const foreign = roles?.filter((role) => !held.includes(role)) ?? [];
     if (foreign.length > 0) throw gatehouseError('invalid_request', { reason: `a key can only carry roles you have; you lack ${foreign.join(', ')}` });
-    const operatorKeys = keys.kind === 'store' ? identity.apiKeysOf(principal.sub).filter((key) => key.revokedAt === undefined).length : 0;
+    // Beside Redis, every key the users file holds for the user counts too (on the in-memory store, the file counts them itself).
+    const fileHeld = keys.kind === 'store' ? identity.apiKeysOf(principal.sub).filter((key) => key.revokedAt === undefined).length : 0;
     const scope: KeyScope = {
       ...(roles !== undefined && { roles }),
       ...(request.scope?.scopes !== undefined && { scopes: request.scope.scopes }),
@@ -101,18 +106,18 @@ export class AccountService {
       expiresAt: new Date(this.#now() + days * 86_400_000).toISOString(),
     };
     const { key, keyId, hash } = generateApiKey();
-    const record = await this.#stored(() => keys.create(owner, { keyId, hash, label: request.label, scope }, settings.maxKeysPerUser - operatorKeys));
+    const record = await this.#stored(() => keys.create(owner, { keyId, hash, label: request.label, scope }, settings.maxKeysPerUser - fileHeld));
     logger.info({ event: 'api_key_created', sub: principal.sub, apiKeyId: keyId, by: 'account' }, 'API key created by its user');
     return { ...view(record, 'user', new Map()), key };
   }
 
   /** Revokes the key and ends the sessions it opened, on every instance. */
   async revokeKey(principal: Principal, keyId: string): Promise<void> {
-    const { keys, identity, store, logger } = this.#options;
+    const { keys, fileKeys, store, logger } = this.#options;
     const owner = this.#owner(principal);
-    const revoked = await this.#stored(() => keys.revoke(owner, keyId));
+    const revoked = await this.#stored(async () => (await keys.revoke(owner, keyId)) || (keys !== fileKeys && (await fileKeys.revoke(owner, keyId))));
     if (!revoked) {
-      const operators = keys.kind === 'store' && identity.apiKeysOf(principal.sub).some((key) => key.id === keyId && key.revokedAt === undefined);
+      const operators = this.#operatorKeys(principal).some((key) => key.id === keyId);
       throw gatehouseError(operators ? 'api_key_managed_by_operator' : 'api_key_not_found');
     }
     const sessions = await this.#stored(() => store.listSessions(principal.sub));
@@ -138,6 +143,11 @@ export class AccountService {
     const sessions = await this.#stored(() => store.listSessions(principal.sub));
     const ended = await this.#stored(() => Promise.all(sessions.map((session) => store.revokeSession(session.sid))));
     return ended.filter(Boolean).length;
+  }
+
+  /** The users file's unrevoked keys of this user that the operator made (the CLI, or a file older than `createdBy`). */
+  #operatorKeys(principal: Principal): ApiKeyRecord[] {
+    return this.#options.identity.apiKeysOf(principal.sub).filter((key) => key.revokedAt === undefined && !isUserMadeKey(key));
   }
 
   #requireRecentPassword(principal: Principal): void {

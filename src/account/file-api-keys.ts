@@ -3,9 +3,13 @@
 // record), then read back at once, so the new key logs in and a revoked one
 // stops, before the answer leaves. Writes on this instance are one at a time:
 // each reads the file the previous one wrote.
+//
+// Each record says who made it (`createdBy`): this directory holds the keys
+// users made, so it lists and revokes only those, on the in-memory store and
+// beside Redis alike (a gateway moved to Redis keeps them its users').
 import { gatehouseError } from '../core/errors.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
-import { readUsersFile, writeUsersFile } from '../identity/users-file.js';
+import { isUserMadeKey, readUsersFile, writeUsersFile } from '../identity/users-file.js';
 import { addApiKey, findApiKey, revokeApiKey, UsersChangeError, type NewApiKey } from '../identity/users-changes.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 
@@ -25,7 +29,7 @@ export class FileApiKeys implements ApiKeyDirectory {
   async list(owner: KeyOwner): Promise<HeldApiKey[]> {
     return this.#identity
       .apiKeysOf(owner.sub)
-      .filter((key) => key.revokedAt === undefined)
+      .filter((key) => key.revokedAt === undefined && isUserMadeKey(key))
       .map((key) => ({ ...key, sub: owner.sub }));
   }
 
@@ -34,7 +38,7 @@ export class FileApiKeys implements ApiKeyDirectory {
       const data = await readUsersFile(this.#file);
       const held = data.users[owner.username]?.apiKeys.filter((k) => k.revokedAt === undefined).length ?? 0;
       if (held >= maxPerUser) throw gatehouseError('api_key_limit', { reason: `a user may hold at most ${maxPerUser} API keys` });
-      const next = addApiKey(data, owner.username, key);
+      const next = addApiKey(data, owner.username, { ...key, createdBy: 'user' });
       await writeUsersFile(this.#file, next);
       return { ...findApiKey(next, key.keyId)!.key, sub: owner.sub };
     });
@@ -44,7 +48,7 @@ export class FileApiKeys implements ApiKeyDirectory {
     return this.#change(async () => {
       const data = await readUsersFile(this.#file);
       const found = findApiKey(data, keyId);
-      if (!found || found.username !== owner.username || found.key.revokedAt !== undefined) return false;
+      if (!found || found.username !== owner.username || found.key.revokedAt !== undefined || !isUserMadeKey(found.key)) return false;
       await writeUsersFile(this.#file, revokeApiKey(data, keyId));
       return true;
     });

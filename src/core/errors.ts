@@ -60,7 +60,7 @@ export const ERRORS = {
   reauthentication_required: { status: 403, message: 'Please log in again with your password to do this.', oauthError: 'insufficient_scope', reason: 'needs a password login from the last few minutes' },
   api_key_limit: { status: 409, message: 'You hold as many API keys as you may. Revoke one first.', oauthError: 'invalid_request', reason: 'too many API keys' },
   api_key_not_found: { status: 404, message: 'No such API key.', oauthError: 'not_found', reason: 'unknown API key' },
-  api_key_managed_by_operator: { status: 403, message: 'This API key is managed by an operator. Ask them to revoke it.', oauthError: 'insufficient_scope', reason: 'the key is listed in the users file' },
+  api_key_managed_by_operator: { status: 403, message: 'This API key is managed by an operator. Ask them to revoke it.', oauthError: 'insufficient_scope', reason: 'an operator made the key' },
   session_not_found: { status: 404, message: 'No such session.', oauthError: 'not_found', reason: 'unknown session' },
   internal_error: { status: 500, message: 'An internal error occurred. Please retry later.', oauthError: 'server_error', reason: 'internal error' },
 } as const satisfies Record<string, ErrorDefinition>;

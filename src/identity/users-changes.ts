@@ -80,6 +80,8 @@ export interface NewApiKey {
   label?: string;
   /** Limits the key to part of its owner's power; its roles must be the owner's. */
   scope?: KeyScope;
+  /** `user` when its user made it (the account API); left out, the operator's. */
+  createdBy?: 'user' | 'operator';
 }
 
 export function addApiKey(data: UsersFileData, username: string, key: NewApiKey, now: Date = new Date()): UsersFileData {
@@ -100,6 +102,7 @@ export function addApiKey(data: UsersFileData, username: string, key: NewApiKey,
     ...(key.label !== undefined ? { label: key.label } : {}),
     createdAt: now.toISOString(),
     ...(key.scope !== undefined ? { scope: key.scope } : {}),
+    ...(key.createdBy !== undefined ? { createdBy: key.createdBy } : {}),
   };
   return withUser(data, username, { ...user, apiKeys: [...user.apiKeys, record] });
 }

@@ -30,6 +30,12 @@ const ApiKeyRecordSchema = z.strictObject({
   revokedAt: isoTime.optional(),
   /** Absent: the key carries all of its owner's power. */
   scope: KeyScopeSchema.optional(),
+  /**
+   * Who made the key: `user` (through the account API, so theirs to revoke
+   * there, whatever store the gateway later moves to) or `operator` (the CLI).
+   * Absent means `operator`: files written before this field, and hand edits.
+   */
+  createdBy: z.enum(['user', 'operator']).optional(),
 });
 
 const UserRecordSchema = z.strictObject({
@@ -145,6 +151,11 @@ export async function writeUsersFile(path: string, data: UsersFileData): Promise
   const document = new Document(result.data);
   document.commentBefore = HEADER;
   await writeFileAtomic(path, document.toString(), { mode: 0o600 });
+}
+
+/** Whether the key's user may revoke it through the account API (the file says who made it). */
+export function isUserMadeKey(key: ApiKeyRecord): boolean {
+  return key.createdBy === 'user';
 }
 
 /** Unrevoked, and not past the expiry its scope names. */
