@@ -1,17 +1,24 @@
 // `gatehouse apikeys …`: issues, revokes and lists API keys. A key is shown
 // exactly once, when created: the users file keeps only a digest of its secret.
+// With Redis configured, the keys users made themselves live there: a listing
+// that cannot reach it fails rather than leave them out unsaid.
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
 import { pino } from 'pino';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { StoreConfig } from '../config/schema.js';
-import { readUsersFile, writeUsersFile, type UsersFileData } from '../identity/users-file.js';
+import { isApiKeyActive, readUsersFile, writeUsersFile, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
 import { addApiKey, getUser, revokeApiKey, findApiKey } from '../identity/users-changes.js';
 import { createStore } from '../store/create-store.js';
+import { withinDeadline } from '../store/redis-connection.js';
 import type { Store } from '../store/store.js';
-import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
-import { printable, type CliIo } from './io.js';
+import { redactStoreUrl } from '../store/store-url.js';
+import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
+import { assertDeclared, printable, writeJson, type CliIo } from './io.js';
+
+/** How long a command waits for the configured Redis before it says it cannot reach it. */
+const STORE_ANSWER_TIMEOUT_MS = 3_000;
 
 export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
   name: 'apikeys',
@@ -19,7 +26,9 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
     create: {
       synopsis: 'create USER [--label TEXT] [--role ROLE]… [--scope SCOPE]… [--read-only] [--expires-in-days N]',
       summary: 'create an API key (printed once, on stdout)',
-      details: '  The users file keeps only a digest of the key: copy it when it is shown.',
+      details: `  The users file keeps only a digest of the key: copy it when it is shown.
+  When the config declares roles or scopes (authorization.roles, .scopes),
+  --role and --scope take only those (exit 65 lists them).`,
       run: create,
     },
     revoke: {
@@ -27,7 +36,16 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
       summary: "revoke an API key (the users file's, or with Redis one a user made) and end the sessions opened with it",
       run: revoke,
     },
-    list: { synopsis: 'list [USER]', summary: 'list API keys, with Redis those users made too (ids and dates, never a secret)', run: list },
+    list: {
+      synopsis: 'list [USER] [--json]',
+      summary: 'list API keys, with Redis those users made too (scope, expiry, last use, where kept; never a secret)',
+      details: `  WHERE is "users file" (the operator's keys, and users' own without Redis)
+  or "store" (users' own keys in Redis). LAST USED is known only with Redis;
+  without it the gateway keeps it in memory. A configured Redis that does not
+  answer is an error (exit 1), never a shorter list. --json prints the same as
+  one JSON array.`,
+      run: list,
+    },
   },
 };
 
@@ -69,6 +87,8 @@ async function create(args: string[], io: CliIo): Promise<number> {
     strict: true,
   });
   const username = singlePositional(positionals, 'USER');
+  assertDeclared(io, 'roles', values.role ?? []);
+  assertDeclared(io, 'scopes', values.scope ?? []);
   const data = await readUsersFile(io.usersFile);
   const disabled = getUser(data, username).disabled;
   const { key, keyId, hash } = generateApiKey();
@@ -103,7 +123,7 @@ async function revoke(args: string[], io: CliIo): Promise<number> {
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
-  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, allowPositionals: true, strict: true });
   if (positionals.length > 1) throw new UsageError(`unexpected argument: ${positionals[1]}`);
   const only = positionals[0];
   const data = await readUsersFile(io.usersFile);
@@ -111,24 +131,70 @@ async function list(args: string[], io: CliIo): Promise<number> {
 
   // Key ids and metadata only: never a digest. With Redis, users' own keys too (deleted when revoked).
   const users = Object.entries(data.users).filter(([name]) => only === undefined || name === only);
-  const stored = io.store?.url
-    ? await withStoreKeys(io.store, (keys) => Promise.all(users.map(([username, user]) => keys.list({ sub: user.id, username }))))
-    : [];
-  const rows = users.flatMap(([name, user], index) =>
-    [...user.apiKeys, ...(stored[index] ?? [])].map((key) => [key.id, name, printable(key.label ?? '-') || '-', key.createdAt, key.revokedAt ?? '-']),
+  const held: Array<{ user: string; key: ApiKeyRecord; where: 'users file' | 'store' }> = users.flatMap(([user, record]) =>
+    record.apiKeys.map((key) => ({ user, key, where: 'users file' as const })),
   );
-  if (rows.length === 0) {
+  let lastUses = new Map<string, number>();
+  if (io.store?.url) {
+    await withStoreKeys(io.store, async (keys) => {
+      const stored = await Promise.all(users.map(([username, user]) => keys.list({ sub: user.id, username })));
+      users.forEach(([user], index) => held.push(...stored[index]!.map(({ sub: _, ...key }) => ({ user, key, where: 'store' as const }))));
+      lastUses = await keys.lastUsed(held.map(({ key }) => key.id));
+    });
+  }
+  const listed = held.map(({ user, key, where }) => ({
+    id: key.id,
+    user,
+    label: key.label ?? null,
+    scope: key.scope ?? null,
+    createdAt: key.createdAt,
+    expiresAt: key.scope?.expiresAt ?? null,
+    lastUsedAt: lastUses.has(key.id) ? new Date(lastUses.get(key.id)!).toISOString() : null,
+    revokedAt: key.revokedAt ?? null,
+    active: isApiKeyActive(key),
+    where,
+  }));
+  if (values.json) {
+    writeJson(io, listed);
+    return EXIT_OK;
+  }
+  if (listed.length === 0) {
     writeLine(io.stderr, only === undefined ? 'no API keys' : `no API keys for ${only}`);
     return EXIT_OK;
   }
-  writeLine(io.stdout, formatTable([['KEY ID', 'USER', 'LABEL', 'CREATED', 'REVOKED'], ...rows]));
+  const rows = listed.map((key) => [
+    key.id,
+    key.user,
+    printable(key.label ?? '-') || '-',
+    describeScope(key.scope),
+    key.createdAt,
+    key.expiresAt ?? 'never',
+    key.lastUsedAt ?? '-',
+    key.revokedAt ?? '-',
+    key.where,
+  ]);
+  writeLine(io.stdout, formatTable([['KEY ID', 'USER', 'LABEL', 'SCOPE', 'CREATED', 'EXPIRES', 'LAST USED', 'REVOKED', 'WHERE'], ...rows]));
   return EXIT_OK;
+}
+
+/** `roles=a,b scopes=x read-only`, or `all` for a key with its owner's whole power. */
+function describeScope(scope: ApiKeyRecord['scope'] | null): string {
+  const parts = [
+    ...(scope?.roles ? [`roles=${scope.roles.join(',') || '(none)'}`] : []),
+    ...(scope?.scopes ? [`scopes=${scope.scopes.join(',') || '(none)'}`] : []),
+    ...(scope?.readOnly ? ['read-only'] : []),
+  ];
+  return parts.length > 0 ? parts.join(' ') : 'all';
 }
 
 /** The store's keys (and the store, to end sessions) for one command; closed afterwards. */
 async function withStoreKeys<T>(config: StoreConfig, use: (keys: StoreApiKeys, store: Store) => Promise<T>): Promise<T> {
   const store = await createStore(config, pino({ enabled: false }));
   try {
+    // createStore starts even without an answer (a gateway waits for Redis); a command must not act on half the keys.
+    await withinDeadline(store.ping(), STORE_ANSWER_TIMEOUT_MS).catch((error: unknown) => {
+      throw new CliError(`cannot reach the store at ${redactStoreUrl(config.url!)} (${(error as Error).message}): the keys users made there cannot be read`);
+    });
     return await use(new StoreApiKeys(store.apiKeys!), store);
   } finally {
     await store.close();

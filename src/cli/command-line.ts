@@ -4,7 +4,7 @@
 // which gives the exit codes: 0, 1 runtime, 2 usage, 78 config.
 import { parseArgs } from 'node:util';
 import { loadCheckedConfig } from '../config-load/check.js';
-import { ConfigError, configFilePath, loadConfig, type LoadConfigOptions } from '../config-load/load.js';
+import { ConfigError, configFilePath, loadConfig, readConfigFile, type LoadConfigOptions } from '../config-load/load.js';
 import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
@@ -77,25 +77,38 @@ const COMMANDS: Record<string, Command> = {
     help: () => CHECK_CONFIG_USAGE,
     run: (args, io, config) => runCheckConfig(args, { ...io, configFile: config.file, env: config.env ?? io.env }),
   },
-  users: groupCommand(USERS_COMMANDS, (io, config) => {
-    const { identity, store } = loadConfig(config);
-    return { ...io, usersFile: usersFileOf(identity, config), store };
-  }),
-  apikeys: groupCommand(APIKEYS_COMMANDS, (io, config) => {
-    const { identity, store } = loadConfig(config);
-    return { ...io, usersFile: usersFileOf(identity, config), store };
-  }),
+  users: groupCommand(USERS_COMMANDS, localUsersIo),
+  apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const { tokens } = loadConfig(config);
     return { ...io, keysFile: tokens.keysFile, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
   }),
 };
 
+/**
+ * What `users` and `apikeys` work on: the users file, the store and the
+ * declared roles and scopes. In oidc mode they have nothing to work on, which
+ * is said first (exit 78), before the config's other fields are judged: a
+ * missing client secret is not why `users list` cannot run.
+ */
+function localUsersIo(io: ProcessIo, config: LoadConfigOptions): CliIo {
+  const file = configFilePath(config);
+  const identity = (readConfigFile(file) as { identity?: { provider?: unknown } } | null)?.identity;
+  if (identity?.provider === 'oidc') throw oidcRefusal(file);
+  const { identity: checked, store, authorization } = loadConfig(config);
+  return { ...io, usersFile: usersFileOf(checked, file), store, declared: authorization };
+}
+
 /** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */
-function usersFileOf(identity: IdentityConfig, config: LoadConfigOptions): string {
+function usersFileOf(identity: IdentityConfig, file: string): string {
   if (identity.provider === 'local') return identity.usersFile;
-  throw new ConfigError(configFilePath(config), [
-    'identity.provider: users and API keys are managed at the OpenID Provider when it is oidc; this command needs local',
+  throw oidcRefusal(file);
+}
+
+function oidcRefusal(file: string): ConfigError {
+  return new ConfigError(file, [
+    'identity.provider: oidc: users and API keys live at the OpenID Provider and are managed there; ' +
+      'the users and apikeys commands work on a local users file (identity.provider: local)',
   ]);
 }
 

@@ -2,13 +2,16 @@
 // usage on stdout (exit 0); a wrong command line is one line on stderr
 // (exit 2); a bad config lists its problems, one line each (exit 78); any
 // other failure is one line (exit 1). Never a stack trace, never the whole
-// usage text on stderr.
+// usage text on stderr. A name the config does not declare (a role, a scope)
+// is exit 65, with the names it does declare.
 import { ConfigError } from '../config-load/load.js';
 import { UsersFileError } from '../identity/users-file.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** sysexits.h EX_DATAERR: the input names something the config does not declare. */
+export const EXIT_DATA = 65;
 /** sysexits.h EX_CONFIG: what a service manager or CI job reads as "fix the configuration". */
 export const EXIT_CONFIG = 78;
 
@@ -30,6 +33,14 @@ export class CliError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'CliError';
+  }
+}
+
+/** A role or scope the config does not declare (`authorization.roles`, `authorization.scopes`): exit code 65. */
+export class UndeclaredNameError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UndeclaredNameError';
   }
 }
 
@@ -112,6 +123,7 @@ function describeFailure(error: unknown, command: string): [number, string[]] {
   }
   // One line per problem, each naming its file, as compilers do: greppable in a CI log.
   if (error instanceof ConfigError) return [EXIT_CONFIG, error.problems.map((p) => `${error.source}: ${oneLine(p)}`)];
+  if (error instanceof UndeclaredNameError) return [EXIT_DATA, [oneLine(error.message)]];
   if (error instanceof UsersFileError) return [EXIT_FAILURE, error.problems.map((p) => `invalid users file ${error.file}: ${oneLine(p)}`)];
   return [EXIT_FAILURE, [oneLine(error instanceof Error ? error.message : String(error))]];
 }

@@ -2,7 +2,7 @@
 // the outside world, passed in rather than taken from `process`, so tests run
 // them in-process with plain streams. Also the few I/O helpers they share.
 import type { StoreConfig } from '../config/schema.js';
-import { CliError, type OutputIo } from './command.js';
+import { CliError, UndeclaredNameError, type OutputIo } from './command.js';
 
 export interface CliIo extends OutputIo {
   /** The users file the commands read and replace. */
@@ -10,6 +10,29 @@ export interface CliIo extends OutputIo {
   /** The configured store: `users unlock` clears login throttling there; `apikeys` lists and revokes users' own keys there. */
   store?: StoreConfig;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  /** The roles and scopes the config declares (`authorization`); an empty list declares none, and any name goes. */
+  declared?: { roles: readonly string[]; scopes: readonly string[] };
+}
+
+/**
+ * Refuses a role or scope the config does not declare, when it declares any:
+ * a typo given to a user or a key would silently grant nothing, since route
+ * rules may only name declared ones.
+ */
+export function assertDeclared(io: CliIo, kind: 'roles' | 'scopes', names: readonly string[]): void {
+  const declared = io.declared?.[kind] ?? [];
+  if (declared.length === 0) return;
+  const unknown = names.filter((name) => !declared.includes(name));
+  if (unknown.length === 0) return;
+  const what = kind === 'roles' ? 'role' : 'scope';
+  throw new UndeclaredNameError(
+    `${what}${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} not declared in the config's authorization.${kind}; declared: ${declared.join(', ')}`,
+  );
+}
+
+/** `--json`: one JSON document on stdout, for scripts. */
+export function writeJson(io: OutputIo, value: unknown): void {
+  io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** Control characters in operator-given text (labels) would break the table or drive the terminal. */

@@ -7,7 +7,7 @@ import { isApiKeyActive, readUsersFile, writeUsersFile } from '../identity/users
 import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../identity/users-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
-import { canPromptHidden, promptHidden, readAll, type CliIo } from './io.js';
+import { assertDeclared, canPromptHidden, promptHidden, readAll, writeJson, type CliIo } from './io.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -41,10 +41,12 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
       synopsis: 'roles NAME add|remove ROLE',
       summary: 'give a user a role, or take one away (route rules: routes[].authorize)',
       details: `  A role given reaches the user's sessions at their next refresh; a role
-  taken away stops working at once on every instance that has read the file.`,
+  taken away stops working at once on every instance that has read the file.
+  When the config declares roles (authorization.roles), only those can be
+  given (exit 65 lists them); any role can be taken away.`,
       run: roles,
     },
-    list: { synopsis: 'list', summary: 'list users (never a password hash)', run: list },
+    list: { synopsis: 'list [--json]', summary: 'list users (never a password hash); --json for scripts', run: list },
   },
   notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.`,
 };
@@ -122,6 +124,7 @@ async function roles(args: string[], io: CliIo): Promise<number> {
   if (username === undefined || (action !== 'add' && action !== 'remove') || role === undefined || extra.length > 0) {
     throw new UsageError('expected NAME add|remove ROLE');
   }
+  if (action === 'add') assertDeclared(io, 'roles', [role]);
   const data = await readUsersFile(io.usersFile);
   await writeUsersFile(io.usersFile, changeRole(data, username, role, action === 'add'));
   writeLine(io.stdout, action === 'add' ? `gave ${username} the role ${role}` : `took the role ${role} from ${username}`);
@@ -139,9 +142,20 @@ async function remove(args: string[], io: CliIo): Promise<number> {
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
-  parseArgs({ args, options: {}, allowPositionals: false, strict: true });
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, allowPositionals: false, strict: true });
   const data = await readUsersFile(io.usersFile);
   const users = Object.entries(data.users);
+  if (values.json) {
+    const listed = users.map(([name, user]) => ({
+      name,
+      id: user.id,
+      status: user.disabled ? 'disabled' : 'enabled',
+      roles: user.roles ?? [],
+      activeKeys: user.apiKeys.filter(isApiKeyActive).length,
+    }));
+    writeJson(io, listed);
+    return EXIT_OK;
+  }
   if (users.length === 0) {
     writeLine(io.stderr, `no users in ${io.usersFile}`);
     return EXIT_OK;

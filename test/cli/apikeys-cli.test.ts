@@ -127,7 +127,7 @@ describe('apikeys revoke', () => {
 });
 
 describe('apikeys list', () => {
-  it('lists key id, user, label, created and revoked, never a digest or secret', async () => {
+  it('lists key id, user, label, scope, created, expiry, last use, revoked and where it lives, never a digest or secret', async () => {
     const a1 = await create('alice', '--label', 'laptop');
     const a2 = await create('alice');
     const b1 = await create('bob', '--label', 'evil\u001b[31mlabel\nnext');
@@ -141,9 +141,12 @@ describe('apikeys list', () => {
     const result = await apikeys(['list']);
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^KEY ID\s+USER\s+LABEL\s+CREATED\s+REVOKED$/);
-    expect(lines[1]).toMatch(new RegExp(`^${a1.keyId}\\s+alice\\s+laptop\\s+${created(a1.keyId).createdAt}\\s+-$`));
-    expect(lines[2]).toMatch(new RegExp(`^${a2.keyId}\\s+alice\\s+-\\s+${created(a2.keyId).createdAt}\\s+${created(a2.keyId).revokedAt}$`));
+    expect(lines[0]).toMatch(/^KEY ID\s+USER\s+LABEL\s+SCOPE\s+CREATED\s+EXPIRES\s+LAST USED\s+REVOKED\s+WHERE$/);
+    // Without Redis the last use is the running gateway's (in memory): unknown here.
+    expect(lines[1]).toMatch(new RegExp(`^${a1.keyId}\\s+alice\\s+laptop\\s+all\\s+${created(a1.keyId).createdAt}\\s+never\\s+-\\s+-\\s+users file$`));
+    expect(lines[2]).toMatch(
+      new RegExp(`^${a2.keyId}\\s+alice\\s+-\\s+all\\s+${created(a2.keyId).createdAt}\\s+never\\s+-\\s+${created(a2.keyId).revokedAt}\\s+users file$`),
+    );
     // Control characters of a label cannot break the table or drive the terminal.
     expect(lines[3]).toMatch(new RegExp(`^${b1.keyId}\\s+bob\\s+evil \\[31mlabel next\\s+`));
     expect(lines).toHaveLength(4);

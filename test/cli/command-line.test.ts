@@ -55,7 +55,7 @@ describe('users and API keys with a fronted OpenID Provider', () => {
     ]) {
       const result = await runGatehouse(['--config', oidc, ...argv]);
       expect(result.code, argv.join(' ')).toBe(78);
-      expect(result.stderr).toMatch(/identity\.provider: users and API keys are managed at the OpenID Provider/);
+      expect(result.stderr).toMatch(/identity\.provider: oidc: users and API keys live at the OpenID Provider and are managed there/);
     }
   });
 });
