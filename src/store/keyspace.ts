@@ -71,6 +71,21 @@ export class Keyspace {
     return `${this.limiterPrefix(name)}:${key}`;
   }
 
+  /** Every instance's public signing keys, a hash by kid (each entry sealed by the tokens layer). */
+  get signingKeys(): string {
+    return `${this.prefix}signing-keys`;
+  }
+
+  /** Every instance's view of the keys and users it trusts, a hash by instance id. */
+  get instances(): string {
+    return `${this.prefix}instances`;
+  }
+
+  /** Where an instance announces that signing keys changed (the message carries nothing). */
+  get keysChangedChannel(): string {
+    return `${this.prefix}keys-changed`;
+  }
+
   /** Where a session's end is announced to every instance (the message: its sid). */
   get revocationChannel(): string {
     return `${this.prefix}revocations`;

@@ -5,6 +5,7 @@ import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER, DEFAULT_MEMORY_MAX_REQUESTS, DEFAULT_MEMORY_MAX_SESSIONS } from '../config/defaults.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
 import { Listeners } from './listeners.js';
+import { MemorySharedKeys } from './memory-shared-keys.js';
 
 export interface MemoryStoreOptions {
   /** How often expired sessions are dropped; reads hide them in between. */
@@ -22,6 +23,7 @@ const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
 export class MemoryStore implements Store {
   readonly kind = 'memory' as const;
+  readonly sharedKeys = new MemorySharedKeys();
 
   // Maps keep insertion order: the first entry is always the oldest.
   private readonly sessions = new Map<string, SessionRecord>();

@@ -1,7 +1,7 @@
-// What instances sharing one Redis tell each other: session revocations and
-// request status changes, published on two channels and heard on a
+// What instances sharing one Redis tell each other: session revocations,
+// request status changes and "signing keys changed", published on three channels and heard on a
 // connection of their own (a subscribed connection can send nothing else).
-// Both channels are heard on that one connection, so announcements arrive
+// All channels are heard on that one connection, so announcements arrive
 // in the order Redis published them.
 //
 // Pub/sub keeps no backlog: while the connection is down, announcements are
@@ -19,9 +19,12 @@ const SUBSCRIBE_RETRY_DELAY_MS = 1_000;
 export class AnnouncementFeed {
   readonly revocationChannel: string;
   readonly statusChannel: string;
+  readonly keysChangedChannel: string;
   /** Sids of revoked sessions, from any instance (our own announcements come back too). */
   readonly revocations: Listeners<string>;
   readonly statusChanges: Listeners<RequestStatusChange>;
+  /** Some instance published or retired a signing key (tokens/shared-keyset.ts reads the store again). */
+  readonly keysChanged: Listeners<void>;
   /** The feed was interrupted and flows again: announcements may have been missed. */
   readonly resumed: Listeners<void>;
   /**
@@ -40,13 +43,17 @@ export class AnnouncementFeed {
     this.#logger = options.logger;
     this.revocationChannel = options.keys.revocationChannel;
     this.statusChannel = options.keys.requestStatusChannel;
+    this.keysChangedChannel = options.keys.keysChangedChannel;
     this.revocations = new Listeners<string>('session revocation', this.#logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.#logger);
+    this.keysChanged = new Listeners<void>('keys changed', this.#logger);
     this.resumed = new Listeners<void>('revocation feed', this.#logger);
 
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.revocationChannel) this.revocations.emit(message);
       else if (channel === this.statusChannel) this.#hearStatusChange(message);
+      // The message carries nothing to trust: the store is read again, and its entries are checked there.
+      else if (channel === this.keysChangedChannel) this.keysChanged.emit();
     });
     this.#watchInterruptions();
     this.subscribed = new Promise((resolve) => this.#subscribe(resolve));
@@ -57,6 +64,7 @@ export class AnnouncementFeed {
     this.#closed = true;
     this.revocations.clear();
     this.statusChanges.clear();
+    this.keysChanged.clear();
     this.resumed.clear();
   }
 
@@ -83,7 +91,7 @@ export class AnnouncementFeed {
    * still fails the command.
    */
   #subscribe(onSubscribed: () => void, failures = 0): void {
-    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel).then(
+    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel, this.keysChangedChannel).then(
       () => {
         if (failures > 0) this.#logger.info('subscribed to session revocations and request status changes');
         onSubscribed();
@@ -128,7 +136,7 @@ export class AnnouncementFeed {
    * a failure is retried on the next 'ready'.
    */
   #resubscribe(): void {
-    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel).then(
+    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel, this.keysChangedChannel).then(
       () => {
         if (this.#closed) return;
         this.#interrupted = false;

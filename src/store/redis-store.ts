@@ -24,6 +24,7 @@ import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
 import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';
 import { readRecordHash } from './redis-hash-read.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
+import { RedisSharedKeys } from './redis-shared-keys.js';
 import { decimal, requestFields, requestFromHash, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
 import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
@@ -72,6 +73,7 @@ export class RedisStore implements Store {
   readonly rateLimiters: RateLimiterBackend;
   readonly apiKeys: RedisApiKeys;
   readonly introspectionAnswers: RedisIntrospectionAnswers;
+  readonly sharedKeys: RedisSharedKeys;
 
   /** Takes ownership of `client`: `close()` quits it. */
   constructor(client: RedisClient, options: RedisStoreOptions) {
@@ -93,6 +95,7 @@ export class RedisStore implements Store {
     reportConnectionHealth(this.client, 'commands', this.logger, closed);
     reportConnectionHealth(this.subscriber, 'subscriber', this.logger, closed);
     this.feed = new AnnouncementFeed(this.subscriber, { keys: this.keys, logger: this.logger });
+    this.sharedKeys = new RedisSharedKeys(client, this.keys, this.feed);
   }
 
   /**

@@ -9,6 +9,7 @@ import type { AuthMethod } from '../core/vocabulary.js';
 import type { ApiKeyRecords } from './api-key-records.js';
 import type { IntrospectionAnswers } from './introspection-answers.js';
 import type { RateLimiterBackend } from './rate-limiters.js';
+import type { SharedKeyRecords } from './shared-keys.js';
 
 /** One login: every token issued for it carries its id as `sid`. */
 export interface SessionRecord {
@@ -80,6 +81,11 @@ export interface Store {
   readonly apiKeys?: ApiKeyRecords;
   /** A fronted provider's introspection answers (oidc/). */
   readonly introspectionAnswers?: IntrospectionAnswers;
+  /**
+   * Public signing keys and views published by every instance (tokens/shared-keyset.ts).
+   * The in-memory store has them too, shared only by gateways handed the same store.
+   */
+  readonly sharedKeys?: SharedKeyRecords;
 
   /** Records a new session, kept until its `expiresAt`. */
   createSession(session: SessionRecord): Promise<void>;

@@ -34,6 +34,9 @@ describe('the keyspace', () => {
     expect(keys.limiterCounter('route:orders', '10.0.0.1')).toBe('gatehouse:limits:route:orders:10.0.0.1');
     expect(keys.revocationChannel).toBe('gatehouse:revocations');
     expect(keys.requestStatusChannel).toBe('gatehouse:request-status');
+    expect(keys.keysChangedChannel).toBe('gatehouse:keys-changed');
+    expect(keys.signingKeys).toBe('gatehouse:signing-keys');
+    expect(keys.instances).toBe('gatehouse:instances');
   });
 
   it('keeps the prefix exactly as configured, empty included', () => {
