@@ -5,10 +5,12 @@
 //
 // The reading takes every liberty some common server takes: it decodes until
 // nothing is left to decode (frameworks that decode twice), takes overlong
-// UTF-8 (`%C0%AE` is `.`), treats `\` and a decoded `/` as separators, cuts a
+// UTF-8 (`%C0%AE` is `.`), folds Unicode look-alikes (`／` is `/`, NFKC and
+// best-fit: lookalikes.ts), treats `\` and a decoded `/` as separators, cuts a
 // segment at `;` (Tomcat, Jetty), at NUL (C strings) and drops trailing dots
 // and spaces (IIS, Windows), then resolves dot segments. It runs only for
 // ambiguous paths on routes with `strictPaths: false`, never on the hot path.
+import { foldLookalikes } from './lookalikes.js';
 
 /** More rounds than any server decodes; each round shortens the text, so this only bounds the work. */
 const MAX_DECODE_ROUNDS = 4;
@@ -19,7 +21,8 @@ const LITERAL = /^[A-Za-z0-9\-._~!$&'()*+,=:@]$/;
 /** The path as the most forgiving reader sees it, in the canonical form routes are matched in. */
 export function lenientReading(path: string): string {
   let text = path;
-  for (let round = 0; round < MAX_DECODE_ROUNDS && ESCAPE.test(text); round++) text = decodeOnce(text);
+  // Folded after each round: `%EF%BC%85` is `％`, which folds into a `%` that the next round decodes.
+  for (let round = 0; round < MAX_DECODE_ROUNDS && ESCAPE.test(text); round++) text = foldLookalikes(decodeOnce(text));
   const nul = text.indexOf('\0');
   if (nul !== -1) text = text.slice(0, nul);
   const kept: string[] = [];
@@ -34,6 +37,23 @@ export function lenientReading(path: string): string {
   }
   return `/${kept.join('/')}`;
 }
+
+/**
+ * A path with an encoded slash as a backend that decodes it once reads it:
+ * `%2F` is a separator (doubled ones merged, as the gateway merges `//`).
+ * Undefined when that reading has a dot segment (`..%2F`, `%2F.%2F`, and
+ * `..;x` or `..%20` that Tomcat and IIS read as `..`): the gateway resolved
+ * the dot segments it saw, so one that appears only once `%2F` is decoded is
+ * there to climb past the route, or its `rewritePrefix`, in the backend.
+ */
+export function encodedSlashReading(path: string): string | undefined {
+  const segments = path.split(/\/|%2F/i);
+  for (const segment of segments) if (DOT_SEGMENT.test(segment)) return undefined;
+  return segments.filter((segment, i) => i === 0 || segment !== '').join('/') || '/';
+}
+
+/** `.` or `..`, however a lenient server spells it: trailing dots or spaces, `;` parameters. */
+const DOT_SEGMENT = /^\.(?:\.|%20)*(?:$|;|%3B)/i;
 
 /** One round of percent-decoding, the bytes read as UTF-8 that may be overlong. */
 function decodeOnce(text: string): string {

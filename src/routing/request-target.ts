@@ -8,6 +8,7 @@
 // that is already canonical comes back as the very same string). Dot segments
 // are resolved in a second, rare step.
 import { gatehouseError } from '../core/errors.js';
+import { isLookalike } from './lookalikes.js';
 
 export interface RequestTarget {
   /** The canonical path: forwarded as is and the one a route is matched against. */
@@ -27,6 +28,8 @@ export interface RequestTarget {
    * `strictPaths` refuses such a path with this reason.
    */
   readonly ambiguity: string | undefined;
+  /** The path holds a percent-encoded character past ASCII, which a backend may fold (NFKC: `％`, `ａ`). */
+  readonly nonAscii: boolean;
 }
 
 /** Longest path (as sent, before canonicalisation) the gateway accepts. */
@@ -70,6 +73,8 @@ const DOUBLE_ENCODING = 'double percent-encoding in path';
 const NOT_UTF8 = 'percent-encoded bytes in path are not UTF-8';
 /** IIS and Windows file systems drop trailing dots and spaces: `/admin.` is `/admin`. */
 const SEGMENT_END = 'path segment ends in a dot or a space';
+/** NFKC and best-fit readers turn U+FF0F, U+2215 & co. into `/`, `\\`, `.` or `%` (lookalikes.ts). */
+const LOOKALIKE = 'path holds a Unicode look-alike of / \\ . or %';
 
 /**
  * UTF-8 decoding state between escapes (Unicode table 3-7, so overlong forms,
@@ -145,6 +150,9 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
   let segLast = 0;
   let ambiguity: string | undefined;
   let utf8 = 0;
+  /** The code point of the UTF-8 sequence being decoded, as far as it goes. */
+  let codePoint = 0;
+  let nonAscii = false;
 
   for (let i = 0; i < len;) {
     const c = p.charCodeAt(i);
@@ -194,10 +202,16 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
         if (v === 0x5c) refuse('backslash in path');
         if (v === 0x3b) ambiguity ??= PARAMETERS;
         else if (v === 0x25 && hexValue(p.charCodeAt(i + 3)) >= 0 && hexValue(p.charCodeAt(i + 4)) >= 0) ambiguity ??= DOUBLE_ENCODING;
+        const first = utf8 === 0;
         utf8 = utf8Next(utf8, v);
         if (utf8 < 0) {
           ambiguity ??= NOT_UTF8;
           utf8 = 0;
+        } else if (v > 0x7f) {
+          // Lead byte: its payload bits (fewer the more bytes follow); then six per continuation byte.
+          codePoint = first ? v & (0x3f >> (utf8 >> 16)) : (codePoint << 6) | (v & 0x3f);
+          nonAscii = true;
+          if (utf8 === 0 && isLookalike(codePoint)) ambiguity ??= LOOKALIKE;
         }
         segLast = v;
         if (UNRESERVED[v] === 1) {
@@ -249,7 +263,7 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
 
   const canonical = out === undefined ? p : out + p.slice(from);
   const path = dotSegments ? resolveDotSegments(canonical) : canonical;
-  return { path, query, encodedSlash, dotSegments, rawPath: canonical, ambiguity };
+  return { path, query, encodedSlash, dotSegments, rawPath: canonical, ambiguity, nonAscii };
 }
 
 /**

@@ -6,7 +6,7 @@
 // allocates nothing.
 import type { RouteConfig } from '../config/schema.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
-import { lenientReading } from './lenient-path.js';
+import { encodedSlashReading, lenientReading } from './lenient-path.js';
 import { normalizeRequestTarget, type RequestTarget } from './request-target.js';
 
 export interface CompiledRoute {
@@ -117,8 +117,12 @@ export function resolveRoute(table: RouteTable, method: string, host: string | u
     if (allowed.length > 0) throw gatehouseError('method_not_allowed', { headers: { allow: allowed.join(', ') } });
     throw gatehouseError('route_not_found');
   }
-  if (target.encodedSlash && !route.config.allowEncodedSlashes) {
-    throw gatehouseError('invalid_request', { reason: 'encoded slash in path' });
+  if (target.encodedSlash) {
+    if (!route.config.allowEncodedSlashes) throw gatehouseError('invalid_request', { reason: 'encoded slash in path' });
+    // The backend may decode `%2F`: `/files/..%2F..%2Fprivate` is `/private` to it, past the route and its rewritePrefix.
+    const reading = encodedSlashReading(target.path);
+    if (reading === undefined) throw gatehouseError('invalid_request', { reason: 'dot segment next to an encoded slash' });
+    if (table.match(method, host, reading) !== route) throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
   }
   // `/public/../admin` resolves to the protected route; `/admin/../public` to the
   // public one. Either way the client wrote one route and asked for another:
@@ -132,6 +136,9 @@ export function resolveRoute(table: RouteTable, method: string, host: string | u
     if (table.match(method, host, lenientReading(target.path)) !== route) {
       throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
     }
+  } else if (target.nonAscii && table.match(method, host, lenientReading(target.path)) !== route) {
+    // A backend that folds compatibility characters reads `/site/%EF%BD%81dmin` (`ａdmin`) as `/site/admin`.
+    throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
   }
   return { route, target, upstreamPath: upstreamPath(route, target) };
 }

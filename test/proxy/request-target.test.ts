@@ -22,7 +22,7 @@ describe('normalizeRequestTarget', () => {
     it('returns a canonical path as the very same string', () => {
       const raw = '/api/v1/orders/7';
       const target = normalizeRequestTarget(raw);
-      expect(target).toEqual({ path: raw, query: '', encodedSlash: false, dotSegments: false, rawPath: raw });
+      expect(target).toEqual({ path: raw, query: '', encodedSlash: false, dotSegments: false, rawPath: raw, nonAscii: false });
       expect(target.path).toBe(raw);
     });
 

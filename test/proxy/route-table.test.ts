@@ -239,7 +239,14 @@ describe('resolveRoute', () => {
   it('returns the route, the target and the upstream path', () => {
     const resolved = resolveRoute(table, 'GET', undefined, '/api/v1/orders/7?x=1');
     expect(resolved.route.name).toBe('orders');
-    expect(resolved.target).toEqual({ path: '/api/v1/orders/7', query: '?x=1', encodedSlash: false, dotSegments: false, rawPath: '/api/v1/orders/7' });
+    expect(resolved.target).toEqual({
+      path: '/api/v1/orders/7',
+      query: '?x=1',
+      encodedSlash: false,
+      dotSegments: false,
+      rawPath: '/api/v1/orders/7',
+      nonAscii: false,
+    });
     expect(resolved.upstreamPath).toBe('/orders/7?x=1');
   });
 
