@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { createConfigSchema } from '../src/config/schema.js';
 import { contentChecks } from '../src/config-load/content-checks.js';
 import { ENV_OVERRIDES } from '../src/config-load/load.js';
+import { RELOADS_LIVE } from '../src/config-load/reload.js';
 
 // Loaded as the CommonJS module it is: an ESM import has Node scan all of it for names first (seconds).
 const ts = createRequire(import.meta.url)('typescript') as typeof TS;
@@ -544,7 +545,8 @@ gatehouse: /etc/gatehouse/gatehouse.yaml: tokens.keysFile: directory /nope does 
 \`gatehouse check-config [--config FILE]\` ([command line](cli.md#check-config)) runs the same checks and nothing
 more: it prints \`configuration OK (<file>)\` and exits 0, or the problems and
 78 — for CI pipelines, and for operators before a reload. A hot reload runs
-them too and keeps the running config on any problem.
+them too and keeps the running config on any problem; which sections it can
+change is [its own table](#what-a-reload-changes).
 `;
 
 const SECRETS = `## Secrets and logs
@@ -600,6 +602,35 @@ function envSection(): string {
   return lines.join('\n');
 }
 
+/** Which sections a reload (an edit of the file, or SIGHUP) puts in force, from the reloader's own list. */
+function reloadSection(sections: readonly Section[]): string {
+  const lines = [
+    '## What a reload changes',
+    '',
+    'The running gateway follows edits of its config file (polled each second) and',
+    'reloads on SIGHUP. An edit gets the whole check of a start; then each section',
+    'either reloads live or needs a restart. An edit that changes a section that',
+    'needs a restart is refused whole, with one warning naming those sections',
+    '(`config change refused: tokens take effect only at a restart; …`): nothing',
+    'of that edit is in force until a restart, or until those changes are undone,',
+    'so what runs is always one whole config. An edit of live sections only is',
+    'put in force at once and logged as `config reloaded` with the sections it',
+    'changed (`sections: ["cors"]`).',
+    '',
+    '| section | on reload |',
+    '|---|---|',
+  ];
+  for (const { key } of sections) {
+    const live = RELOADS_LIVE[key];
+    const partly = Object.keys(RELOADS_LIVE).filter((path) => path.startsWith(`${key}.`));
+    if (live !== undefined) lines.push(`| \`${key}\` | live: ${cell(live)} |`);
+    else if (partly.length > 0) lines.push(`| \`${key}\` | ${partly.map((path) => `\`${path}\` live: ${cell(RELOADS_LIVE[path]!)}`).join('; ')} |`);
+    else lines.push(`| \`${key}\` | restart |`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|');
 }
@@ -638,7 +669,7 @@ function sectionText(section: Section): string {
 export function renderConfigurationReference(): string {
   const sections = configSections();
   const contents = ['Sections of the file:', '', ...sections.map((s) => `- [\`${s.key}\`](#${s.key})`), ''].join('\n');
-  return [INTRO, envSection(), SECRETS, READING, contents, ...sections.map(sectionText)].join('\n').replace(/\n+$/, '\n');
+  return [INTRO, envSection(), reloadSection(sections), SECRETS, READING, contents, ...sections.map(sectionText)].join('\n').replace(/\n+$/, '\n');
 }
 
 /** What is wrong with the page in `file` (the reference page unless told), or undefined when it is what the schema makes. */

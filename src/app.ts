@@ -185,7 +185,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
   const websockets = new WebSocketProxy({ admission, bearer, identity, headers, clientAddress, logger, lookup, telemetry });
-  const cors = new CorsPolicy({ gateway: config.cors, routes: () => routes });
+  let gatewayCors = config.cors;
+  const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
   const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
@@ -237,6 +238,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         logger,
         apply: (next) => {
           routes = ProxyRoutes.compile(next.routes, next.proxy, registry);
+          gatewayCors = next.cors;
         },
       })
     : undefined;

@@ -38,7 +38,8 @@ const START_USAGE = `usage: gatehouse start [--config FILE]
 
   Checks the configuration as check-config does (exit 78 on any problem,
   before a file is written or a socket opened), then runs the gateway until
-  SIGTERM or SIGINT, draining in-flight requests. SIGHUP reloads the routes.`;
+  SIGTERM or SIGINT, draining in-flight requests. SIGHUP reloads the config
+  (the sections that reload live; an edit of another is refused, named).`;
 
 interface Command {
   /** Its lines in the overall usage: synopsis and summary. */

@@ -1,14 +1,43 @@
 // Hot reload of the config file: on an edit (polled) or on request (SIGHUP),
 // the file gets the whole check of a start, and only a config without a
 // single problem is put in force; otherwise every problem is logged and the
-// running config stays. A reload changes what can change live (the routes,
-// `proxy.targetDownMs`); edits elsewhere are named in a warning and wait for
-// a restart.
+// running config stays. Each section either reloads live (RELOADS_LIVE) or
+// needs a restart; an edit of a restart-only section refuses the whole file,
+// naming those sections, so what runs is always one whole config (the running
+// one or the new one), never half of each.
 import type { Logger } from 'pino';
 import { loadCheckedConfig } from './check.js';
 import { ConfigError } from './load.js';
 import type { Config } from '../config/schema.js';
 import { watchConfigFile } from './watch-config.js';
+
+type Section = keyof Config;
+
+/**
+ * What a reload puts in force, and why it is safe to: the routes (their
+ * rules and rate limits included) are recompiled and swapped whole between
+ * two requests; `authorization` only declares the names route rules may use,
+ * checked anew with every load; `cors` is read per request; a route's targets
+ * are marked down for `proxy.targetDownMs` from their next failure on.
+ * The docs' table (docs/reference/configuration.md) is generated from this.
+ */
+export const RELOADS_LIVE: Readonly<Record<string, string>> = {
+  routes: 'the routes, with their rules (`authorize`), rate limits, CORS, timeouts and async settings; requests in flight finish on the routes they started on',
+  authorization: 'the roles and scopes route rules may name',
+  cors: "the gateway's own endpoints' CORS",
+  'proxy.targetDownMs': 'how long a failed upstream target stays marked down (the rest of `proxy` needs a restart)',
+};
+
+/** Each section's part that a reload may change, as text; the rest of `proxy` is compared apart. */
+function liveSections(c: Config): Partial<Record<Section, string>> {
+  return { routes: JSON.stringify(c.routes), authorization: JSON.stringify(c.authorization), cors: JSON.stringify(c.cors ?? null) };
+}
+const livePart = (c: Config): string => JSON.stringify([liveSections(c), c.proxy.targetDownMs]);
+/** Everything else: read once, at start. */
+const restartPart = (c: Config): Record<string, unknown> => {
+  const { routes: _routes, authorization: _authorization, cors: _cors, ...rest } = c;
+  return { ...rest, proxy: { ...c.proxy, targetDownMs: 0 } };
+};
 
 export interface ConfigReloaderOptions {
   file: string;
@@ -20,21 +49,16 @@ export interface ConfigReloaderOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** What a reload can change, compared as a whole. */
-const livePart = (c: Config): string => JSON.stringify([c.routes, c.proxy.targetDownMs]);
-/** Everything else: read once, at start. */
-const restartPart = (c: Config): Config => ({ ...c, routes: [], proxy: { ...c.proxy, targetDownMs: 0 } });
-
 export class ConfigReloader {
   readonly #options: ConfigReloaderOptions;
-  readonly #running: Config;
-  #applied: string;
+  readonly #running: Record<string, unknown>;
+  #applied: Config;
   #stopWatching: () => void = () => {};
 
   constructor(options: ConfigReloaderOptions) {
     this.#options = options;
     this.#running = restartPart(options.running);
-    this.#applied = livePart(options.running);
+    this.#applied = options.running;
   }
 
   /** Re-reads and checks the file and applies it; false when it was refused (the running config stays). */
@@ -56,25 +80,54 @@ export class ConfigReloader {
     this.#stopWatching();
   }
 
-  /** `ifChanged`: skip the swap (and its log line) when the live part is what runs. */
+  /** `ifChanged`: no swap and no log line when the file is what runs. */
   #reload(ifChanged: boolean): boolean {
     const { file, logger, env } = this.#options;
     let next: Config;
     try {
       next = loadCheckedConfig({ file, ...(env ? { env } : {}) }).config;
-      if (ifChanged && livePart(next) === this.#applied) return true;
-      this.#options.apply(next);
     } catch (error) {
-      const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
-      logger.error({ file, problems }, 'config change refused; the previous routes stay in force');
+      return this.#refused(error);
+    }
+    const restart = this.#restartSections(next);
+    if (restart.length > 0) {
+      logger.warn(
+        { file, sections: restart },
+        `config change refused: ${restart.join(', ')} take effect only at a restart; ` +
+          'nothing of this edit is in force (restart, or undo those changes to reload the rest)',
+      );
       return false;
     }
-    this.#applied = livePart(next);
-    logger.info({ file, routes: next.routes.length }, 'routes reloaded');
-    const candidate = restartPart(next);
-    const running = this.#running;
-    const ignored = (Object.keys(running) as Array<keyof Config>).filter((key) => JSON.stringify(running[key]) !== JSON.stringify(candidate[key]));
-    if (ignored.length > 0) logger.warn({ file, sections: ignored }, 'config changes outside the routes take effect only after a restart');
+    if (ifChanged && livePart(next) === livePart(this.#applied)) return true;
+    const changed = this.#liveChanges(next);
+    try {
+      this.#options.apply(next);
+    } catch (error) {
+      return this.#refused(error);
+    }
+    this.#applied = next;
+    logger.info({ file, sections: changed, routes: next.routes.length }, 'config reloaded');
     return true;
+  }
+
+  #refused(error: unknown): false {
+    const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
+    this.#options.logger.error({ file: this.#options.file, problems }, 'config change refused; the running config stays in force');
+    return false;
+  }
+
+  /** Sections (top-level, `proxy` beyond targetDownMs) that differ from the running config's and cannot change live. */
+  #restartSections(next: Config): string[] {
+    const candidate = restartPart(next);
+    const keys = new Set([...Object.keys(this.#running), ...Object.keys(candidate)]);
+    return [...keys].filter((key) => JSON.stringify(this.#running[key]) !== JSON.stringify(candidate[key]));
+  }
+
+  /** The live sections this reload changes, for the log line. */
+  #liveChanges(next: Config): string[] {
+    const [before, after] = [liveSections(this.#applied), liveSections(next)];
+    const changed = (Object.keys(after) as Section[]).filter((key) => before[key] !== after[key]);
+    if (this.#applied.proxy.targetDownMs !== next.proxy.targetDownMs) changed.push('proxy' as Section);
+    return changed.map((key) => (key === 'proxy' ? 'proxy.targetDownMs' : key));
   }
 }

@@ -56,10 +56,11 @@ function compile(config: CorsConfig): CompiledCors {
 }
 
 export class CorsPolicy {
-  readonly #gateway: CorsConfig | undefined;
+  readonly #gateway: () => CorsConfig | undefined;
   readonly #routes: () => ProxyRoutes;
 
-  constructor(options: { gateway: CorsConfig | undefined; routes: () => ProxyRoutes }) {
+  /** Both read per request: a config reload swaps them (config-load/reload.ts). */
+  constructor(options: { gateway: () => CorsConfig | undefined; routes: () => ProxyRoutes }) {
     this.#gateway = options.gateway;
     this.#routes = options.routes;
   }
@@ -97,7 +98,7 @@ export class CorsPolicy {
     } catch {
       return undefined; // the request is refused on its own later; no CORS for a path that is not one
     }
-    if (isGatewayPath(path)) return this.#gateway;
+    if (isGatewayPath(path)) return this.#gateway();
     return this.#routes().table.match(method, req.headers.host, path)?.config.cors;
   }
 }

@@ -23,8 +23,8 @@ vi.mock('../../src/config-load/watch-config.js', () => ({
   },
 }));
 
-const REFUSED = 'config change refused; the previous routes stay in force';
-const RELOADED = 'routes reloaded';
+const REFUSED = 'config change refused; the running config stays in force';
+const RELOADED = 'config reloaded';
 
 let dir: string;
 let file: string;
@@ -68,7 +68,7 @@ describe('reload()', () => {
     writeConfig([route('a'), route('b')]);
     expect(reload.reload()).toBe(true);
     expect(applied.map((c) => c.routes.map((r) => r.name))).toEqual([['a', 'b']]);
-    expect(logged(RELOADED)).toEqual([expect.objectContaining({ level: 30, file, routes: 2 })]);
+    expect(logged(RELOADED)).toEqual([expect.objectContaining({ level: 30, file, sections: ['routes'], routes: 2 })]);
   });
 
   it('keeps the running config and logs every problem of a bad one: schema, content and environment', () => {
@@ -92,15 +92,22 @@ describe('reload()', () => {
     expect(logged(REFUSED)).toEqual([expect.objectContaining({ problems: ['the routes cannot be compiled'] })]);
   });
 
-  it('names the sections whose changes wait for a restart', () => {
+  it('refuses an edit of sections that need a restart, naming them, and applies nothing of it', () => {
     const reload = reloader();
-    writeConfig([route('a')], ['server: {port: 8181}', 'log: {level: warn}']);
+    writeConfig([route('a'), route('b')], ['server: {port: 8181}', 'log: {level: warn}']);
+    expect(reload.reload()).toBe(false);
+    expect(applied).toEqual([]);
+    expect(logs.entries().at(-1)).toMatchObject({ level: 40, sections: ['server', 'log'] });
+    expect(logs.entries().at(-1)!.msg).toMatch(/^config change refused: server, log take effect only at a restart/);
+    expect(logged(RELOADED)).toEqual([]);
+  });
+
+  it('reloads authorization and cors live, naming them', () => {
+    const reload = reloader();
+    writeConfig([route('a')], ['authorization: {roles: [admin]}', 'cors: {allowedOrigins: ["https://app.example.com"]}']);
     expect(reload.reload()).toBe(true);
-    expect(logs.entries().at(-1)).toMatchObject({
-      level: 40,
-      sections: ['server', 'log'],
-      msg: 'config changes outside the routes take effect only after a restart',
-    });
+    expect(applied.map((c) => [c.authorization.roles, c.cors?.allowedOrigins])).toEqual([[['admin'], ['https://app.example.com']]]);
+    expect(logged(RELOADED)).toEqual([expect.objectContaining({ level: 30, sections: ['authorization', 'cors'] })]);
   });
 });
 
