@@ -45,6 +45,7 @@ import { createCachedLookup } from './proxy/dns-cache.js';
 import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
 import { ProxyRoutes } from './proxy/proxy-routes.js';
+import { SessionHoldings } from './proxy/session-holdings.js';
 import { HeaderPolicy } from './proxy/upstream-headers.js';
 import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
@@ -176,7 +177,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Spans over OTLP only when configured; otherwise the SDK is never loaded.
   const spans = await createSpanExport(config.tracing);
   const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access, spans });
-  const proxy = new ProxyHandler({ admission, headers, clientAddress, engine, logger, telemetry, metrics, capture, drain });
+  // What each session holds open (exchanges, tunnels, long polls): all of it ends with its session.
+  const holdings = new SessionHoldings({ sessions: bearer, identity, logger });
+  const proxy = new ProxyHandler({ admission, headers, clientAddress, engine, logger, telemetry, metrics, capture, drain, holdings });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,
@@ -184,7 +187,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
-  const websockets = new WebSocketProxy({ admission, bearer, identity, headers, clientAddress, logger, lookup, telemetry });
+  const websockets = new WebSocketProxy({ admission, holdings, headers, clientAddress, logger, lookup, telemetry });
   let gatewayCors = config.cors;
   const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
   const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors);
@@ -224,6 +227,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   }
   await app.register(statusRoutes, {
     bearer,
+    holdings,
     tracker: requests,
     reconciler,
     retryAfterS: config.requests.retryAfterS,
@@ -279,6 +283,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // The admin listener last: readiness answers 503 (not a refused
       // connection) and backends can still report outcomes while the public one drains.
       await admin?.close();
+      holdings.close();
       reconciler.close();
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();

@@ -137,6 +137,12 @@ export const RouteSchema = z.strictObject({
   authorize: AuthorizeSchema.optional(),
   /** Close a proxied WebSocket when the token that opened it expires. */
   closeWebSocketOnExpiry: z.boolean().default(true),
+  /**
+   * End a proxied HTTP exchange still in progress (a stream, a download, an
+   * upload) when the token that opened it expires. Off: it ends with its
+   * session (logout, revocation, the session's own end), not its token.
+   */
+  endExchangesOnExpiry: z.boolean().default(false),
   /** What to do with this route's 202 answers (spec 4.4). */
   async: z
     .strictObject({

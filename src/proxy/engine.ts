@@ -41,5 +41,11 @@ export interface ForwardingEngine {
    * first, the upstream request is aborted at once.
    */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void>;
+  /**
+   * Gives up the upstream request of `res` at once, as if its client had
+   * gone (its session ended: the gateway has answered or ended `res` itself).
+   * Absent: the gateway destroys `res`, which the engine treats as the client leaving.
+   */
+  abandon?(res: ServerResponse): void;
   close(): void;
 }

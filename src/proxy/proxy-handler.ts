@@ -12,8 +12,10 @@ import { redactUrl } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { requestId as requestIdOf } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
-import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
-import type { Admission, Admitted } from './admission.js';
+import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent } from '../observability/trace-context.js';
+import type { Admission } from './admission.js';
+import { HttpExchange as Exchange, type ExchangeContext } from './http-exchange.js';
+import type { SessionHoldings } from './session-holdings.js';
 import { guardBody } from '../limits/body-guard.js';
 import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
@@ -42,51 +44,27 @@ export interface ProxyHandlerOptions {
   capture?: AcceptedAnswer;
   /** While the gateway stops, every answer closes its connection. */
   drain: Drain;
-}
-
-interface Exchange extends Admitted {
-  req: IncomingMessage;
-  res: ServerResponse;
-  /** As the client sent it (the engine may rewrite req.url). */
-  url: string;
-  requestId: string;
-  trace: TraceContext;
-  started: number;
-  /** The connection's bytesWritten when the request began: what this response wrote is the difference. */
-  bytesWrittenBefore: number;
-  /** When the request was sent upstream (last attempt), and how long its response head took. */
-  upstreamStarted: number | undefined;
-  upstreamMs: number | undefined;
-  target?: UpstreamTarget;
+  /** What each session holds open: an exchange in progress ends with its session. */
+  holdings: SessionHoldings;
 }
 
 export class ProxyHandler {
   readonly #options: ProxyHandlerOptions;
+  readonly #holdings: SessionHoldings;
+  readonly #context: ExchangeContext;
 
   constructor(options: ProxyHandlerOptions) {
     this.#options = options;
+    this.#holdings = options.holdings;
+    this.#context = { admission: options.admission, engine: options.engine };
   }
 
   /** The node:http request listener for proxied traffic. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    // Every field named up front: the object is created whole, so what
-    // admission and forwarding fill in later needs no property store of its own.
-    const exchange: Exchange = {
-      req,
-      res,
-      url: req.url ?? '/',
-      requestId: requestIdOf(req),
-      trace: traceContext(req.headers[TRACEPARENT_HEADER]),
-      started: performance.now(),
-      bytesWrittenBefore: req.socket.bytesWritten,
-      upstreamStarted: undefined,
-      upstreamMs: undefined,
-      routes: undefined,
-      route: undefined,
-      upstreamPath: undefined,
-      principal: undefined,
-      target: undefined,
-    };
+    // Created whole (http-exchange.ts): what admission and forwarding fill in
+    // later needs no property store of its own, and the registry of what
+    // sessions hold open takes the exchange itself.
+    const exchange = new Exchange(this.#context, req, res, requestIdOf(req), traceContext(req.headers[TRACEPARENT_HEADER]));
     res.once('close', () => this.#done(exchange));
     try {
       const pending = this.#options.admission.admit(req, exchange);
@@ -106,7 +84,12 @@ export class ProxyHandler {
   };
 
   #admitted(exchange: Exchange): void {
-    const { route, routes, res } = exchange;
+    const { route, routes, res, principal } = exchange;
+    // Held by its session from now until it ends: its session's end ends it (a public route's is the drain's).
+    if (principal !== null && route !== undefined && !res.destroyed) {
+      this.#holdings.add(exchange, route.config.endExchangesOnExpiry);
+      if (exchange.endedBy !== undefined) return;
+    }
     const limit = route?.config.bodyLimitBytes;
     if (limit !== undefined && declaredLengthExceeds(exchange.req, limit)) throw gatehouseError('payload_too_large');
     if (route !== undefined && routes !== undefined) {
@@ -238,6 +221,7 @@ export class ProxyHandler {
 
   #done(exchange: Exchange): void {
     const { req, res, route, principal } = exchange;
+    if (principal !== null) this.#holdings.remove(exchange);
     const { telemetry } = this.#options;
     telemetry.done({
       kind: 'proxy',

@@ -5,7 +5,7 @@
 // gateway's own, or the upstream's — reaches the client as an HTTP answer.
 // The token may also come as a subprotocol (websocket-subprotocols.ts). The
 // two sides are websocket-upstream.ts and websocket-client.ts, joined by
-// websocket-relay.ts; open tunnels are kept by tunnel-registry.ts, which ends
+// websocket-relay.ts; open tunnels are kept by session-holdings.ts, which ends
 // each with its session. This module takes one upgrade from the request to
 // the end of its tunnel.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -13,17 +13,15 @@ import type { LookupFunction, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { responseHead, toGatehouseError, writeErrorToSocket } from '../http/error-response.js';
 import { gatehouseError } from '../core/errors.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
 import { redactUrl } from '../observability/logger.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 import { REQUEST_ID_HEADER, requestId as requestIdOf } from '../observability/request-id.js';
 import { UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceContext, TRACEPARENT_HEADER, upstreamTraceparent, type TraceContext } from '../observability/trace-context.js';
 import type { Admission, Admitted } from './admission.js';
-import { TunnelRegistry, type Tunnel } from './tunnel-registry.js';
+import type { Holding, SessionHoldings } from './session-holdings.js';
 import { isConnectFailure, upstreamError } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { ClientAddress } from '../http/client-address.js';
@@ -40,10 +38,8 @@ const CLOSE_TIMEOUT_MS = 1_000;
 
 export interface WebSocketProxyOptions {
   admission: Admission;
-  /** Whose session ends are announced to the tunnels. */
-  bearer: BearerAuthenticator;
-  /** Whose changes (a user disabled, a key revoked) are announced to the tunnels. */
-  identity: IdentityProvider;
+  /** What each session holds open: a tunnel ends with its session (and its token, as its route says). */
+  holdings: SessionHoldings;
   /** For the upstream's answer to the client (its 101's extra headers, or its refusal). */
   headers: HeaderPolicy;
   /** The client's address for the access line: the one reading route limits and login throttling use. */
@@ -79,17 +75,17 @@ export class WebSocketProxy {
   readonly #clients: ClientSide;
   /** Upgrades waiting for the upstream's answer; ended with the gateway. */
   readonly #dialing = new Set<Upgrade>();
-  readonly #tunnels: TunnelRegistry;
+  readonly #holdings: SessionHoldings;
   #closed = false;
 
   constructor(options: WebSocketProxyOptions) {
     this.#options = options;
     this.#clients = new ClientSide({ maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS });
-    this.#tunnels = new TunnelRegistry({ sessions: options.bearer, identity: options.identity, logger: options.logger });
+    this.#holdings = options.holdings;
   }
 
   get openTunnels(): number {
-    return this.#tunnels.size;
+    return this.#holdings.count('websocket');
   }
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -131,7 +127,7 @@ export class WebSocketProxy {
   /** Closes every tunnel, public routes' included, and gives up the handshakes under way. */
   close(): void {
     this.#closed = true;
-    this.#tunnels.close();
+    this.#holdings.endAll('websocket');
     for (const upgrade of this.#dialing) upgrade.socket.destroy();
     this.#clients.close();
   }
@@ -212,14 +208,15 @@ export class WebSocketProxy {
     relay(client, upstream);
     const accepted = client;
     const { principal } = upgrade;
-    const tunnel: Tunnel = {
+    const tunnel: Holding = {
+      kind: 'websocket',
       principal: principal ?? null,
       end: (reason) => endTunnel(accepted, upstream, reason),
       ...(principal && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal) }),
     };
-    const forget = this.#tunnels.add(tunnel, route.config.closeWebSocketOnExpiry);
+    this.#holdings.add(tunnel, route.config.closeWebSocketOnExpiry);
     accepted.once('close', () => {
-      forget();
+      this.#holdings.remove(tunnel);
       this.#accessLog(upgrade, 'close');
     });
   }

@@ -9,13 +9,16 @@
 // `?wait=<seconds>` (beyond the spec, bounded by `requests.maxWaitS`) holds a
 // pending answer until the status changes, on any instance sharing the store:
 // the wait rides the store's change feed (RequestTracker.watch), not a loop
-// of reads.
+// of reads. A wait is held by its session (proxy/session-holdings.ts): when
+// the session ends, on any instance, the wait ends with the 401 any request
+// of an ended session gets.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { bearerToken } from '../auth/bearer.js';
+import { bearerChallenge, bearerToken } from '../auth/bearer.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { REQUEST_STATUS_PATH, SHORT_REQUEST_STATUS_PATH } from '../http/gateway-paths.js';
+import type { Holding, HoldingEnd, SessionHoldings } from '../proxy/session-holdings.js';
 import type { RequestStatus } from '../store/store.js';
 import { normaliseRequestId } from './id-format.js';
 import type { RequestTracker } from './request-tracker.js';
@@ -23,6 +26,8 @@ import type { UpstreamReconciler } from './upstream-reconciler.js';
 
 export interface StatusRoutesOptions {
   bearer: BearerAuthenticator;
+  /** What each session holds open: a wait ends with its session. */
+  holdings: SessionHoldings;
   tracker: RequestTracker;
   reconciler: UpstreamReconciler;
   /** `requests.retryAfterS`: sent with every pending answer. */
@@ -42,7 +47,7 @@ const STATUS_BODY = {
 const WAIT_SECONDS = /^\d{1,6}(\.\d{1,3})?$/;
 
 export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOptions): Promise<void> {
-  const { bearer, tracker, reconciler, retryAfterS, maxWaitS, bodyLimitBytes } = options;
+  const { bearer, holdings, tracker, reconciler, retryAfterS, maxWaitS, bodyLimitBytes } = options;
 
   // Spec 4.3 describes no body: whatever a POST carries (nothing, JSON, or
   // anything else) is read up to the limit and dropped, never refused as a
@@ -68,6 +73,19 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
     const watch = waitMs > 0 ? tracker.watch(id) : null;
     const clientGone = () => watch?.close();
     reply.raw.once('close', clientGone);
+    let endedBy: HoldingEnd | undefined;
+    const held: Holding | null =
+      watch === null
+        ? null
+        : {
+            kind: 'long poll',
+            principal,
+            end: (reason) => {
+              endedBy = reason;
+              watch.close();
+            },
+          };
+    if (held !== null) holdings.add(held, false);
     try {
       const record = await tracker.get(id);
       if (record === null || record.sub !== principal.sub) throw tracker.unknown();
@@ -92,9 +110,11 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
           current = await reconciler.reconcile(record);
         }
       }
+      if (endedBy !== undefined) throw gatehouseError('invalid_bearer_token', { reason: endedBy, headers: { 'www-authenticate': bearerChallenge(endedBy) } });
       if (current === 'pending') reply.header('retry-after', String(retryAfterS));
       return { status: current };
     } finally {
+      if (held !== null) holdings.remove(held);
       reply.raw.off('close', clientGone);
       watch?.close();
     }

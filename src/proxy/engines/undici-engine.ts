@@ -72,6 +72,11 @@ export class UndiciEngine implements ForwardingEngine {
       );
   }
 
+  /** The response is the request's abort signal (see `forward`). */
+  abandon(res: ServerResponse): void {
+    res.emit(ABORT);
+  }
+
   #pool(origin: string, connectTimeoutMs: number): Pool {
     const key = `${origin} ${connectTimeoutMs}`;
     let pool = this.#pools.get(key);

@@ -1,4 +1,5 @@
-// When an open tunnel ends, decided by the registry alone: the sessions'
+// When what a session holds open (a tunnel, an HTTP exchange, a long poll)
+// ends, decided by the registry alone: the sessions'
 // feed is a real MemoryStore's revocations (what the bearer rule relays),
 // the identities a real users file that is rewritten and reloaded, and time
 // is vitest's fake clock, so a deadline is checked to the millisecond without
@@ -13,15 +14,15 @@ import type { Principal } from '../../src/core/principal.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import { readUsersFile, writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
 import { revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
-import { TunnelRegistry, type Tunnel, type TunnelEnd } from '../../src/proxy/tunnel-registry.js';
+import { SessionHoldings, type Holding, type HoldingEnd } from '../../src/proxy/session-holdings.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { writeTestUsers } from '../helpers/gateway.js';
 
 const silent = pino({ level: 'silent' });
 const HOUR_MS = 3_600_000;
 
-interface Opened extends Tunnel {
-  ended: TunnelEnd[];
+interface Opened extends Holding {
+  ended: HoldingEnd[];
 }
 
 let dir: string;
@@ -31,7 +32,7 @@ let original: UsersFileData;
 let users: UsersFileData;
 let identity: LocalIdentityProvider;
 let store: MemoryStore;
-let registry: TunnelRegistry;
+let registry: SessionHoldings;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'gatehouse-tunnels-'));
@@ -53,8 +54,8 @@ afterAll(async () => {
 beforeEach(async () => {
   if (users !== original) await changeUsers(() => original);
   store = new MemoryStore();
-  registry = new TunnelRegistry({
-    sessions: { onSessionEnded: (listener) => store.onSessionRevoked(listener) },
+  registry = new SessionHoldings({
+    sessions: { onSessionEnded: (listener: (sid: string) => void) => store.onSessionRevoked(listener) },
     identity,
     logger: silent,
     // Read at each call, so that the tests' fake clock applies once installed.
@@ -91,8 +92,8 @@ async function principal(username: 'alice' | 'bob', options: { apiKey?: boolean;
   };
 }
 
-function open(who: Principal | null, closeOnExpiry = true): Opened {
-  const tunnel: Opened = { principal: who, ended: [], end: (reason) => tunnel.ended.push(reason) };
+function open(who: Principal | null, closeOnExpiry = true, kind: Holding['kind'] = 'websocket'): Opened {
+  const tunnel: Opened = { kind, principal: who, ended: [], end: (reason) => tunnel.ended.push(reason) };
   registry.add(tunnel, closeOnExpiry);
   return tunnel;
 }
@@ -104,14 +105,14 @@ async function changeUsers(change: (data: UsersFileData) => UsersFileData): Prom
 }
 
 /** On the fake clock: still open a millisecond before `deadline`, ended for `reason` at it. */
-function expectEndsAt(tunnel: Opened, deadline: number, reason: TunnelEnd): void {
+function expectEndsAt(tunnel: Opened, deadline: number, reason: HoldingEnd): void {
   vi.advanceTimersByTime(deadline - Date.now() - 1);
   expect(tunnel.ended).toEqual([]);
   vi.advanceTimersByTime(1);
   expect(tunnel.ended).toEqual([reason]);
 }
 
-describe('a tunnel ends', () => {
+describe('what a session holds ends', () => {
   it("at its token's expiry, not a millisecond before", async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const alice = await principal('alice', { tokenTtlMs: 60_000 });
@@ -132,7 +133,7 @@ describe('a tunnel ends', () => {
   it('at a deadline beyond the longest timer (24.8 days), reached in steps rather than early', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const days = 40 * 24 * HOUR_MS;
-    const alice = await principal('alice', { tokenTtlMs: days, sessionTtlMs: days });
+    const alice = await principal('alice', { tokenTtlMs: days, sessionTtlMs: days + HOUR_MS });
     const tunnel = open(alice);
     vi.advanceTimersByTime(2_147_483_647);
     expect(tunnel.ended).toEqual([]);
@@ -155,7 +156,7 @@ describe('a tunnel ends', () => {
     const bob = open(await principal('bob'));
     const anonymous = open(null);
     await changeUsers((data) => setDisabled(data, 'alice', true));
-    const inactive: TunnelEnd[] = ['user or API key no longer active'];
+    const inactive: HoldingEnd[] = ['user or API key no longer active'];
     expect([viaRefresh.ended, viaAccess.ended, bob.ended, anonymous.ended]).toEqual([inactive, inactive, [], []]);
   });
 
@@ -166,13 +167,32 @@ describe('a tunnel ends', () => {
     expect([byKey.ended, byPassword.ended]).toEqual([['user or API key no longer active'], []]);
   });
 
-  it('when the gateway stops, public ones included, and the registry hears nothing after', async () => {
+  it('when the gateway stops, public ones included, while HTTP exchanges are left to the drain', async () => {
     const alice = await principal('alice');
-    const [authenticated, anonymous] = [open(alice), open(null)];
+    const [authenticated, anonymous, exchange] = [open(alice), open(null), open(alice, false, 'http')];
+    registry.endAll('websocket');
+    expect([authenticated.ended, anonymous.ended, exchange.ended]).toEqual([['gateway stopping'], ['gateway stopping'], []]);
     registry.close();
-    expect([authenticated.ended, anonymous.ended]).toEqual([['gateway stopping'], ['gateway stopping']]);
     await store.revokeSession(alice.sid);
-    expect(authenticated.ended).toEqual(['gateway stopping']);
+    expect([authenticated.ended, exchange.ended]).toEqual([['gateway stopping'], []]);
+  });
+
+  it('whatever its kind: the exchanges and long polls of a session end with its tunnels', async () => {
+    const alice = await principal('alice');
+    const held = [open(alice, false, 'http'), open(alice, false, 'long poll'), open(alice, true, 'websocket')];
+    expect(registry.count('http')).toBe(1);
+    await store.revokeSession(alice.sid);
+    expect(held.map((holding) => holding.ended)).toEqual([['session ended'], ['session ended'], ['session ended']]);
+    expect(registry.size).toBe(0);
+  });
+
+  it('when a session that held nothing for a while ends: its kept group still hears it', async () => {
+    const alice = await principal('alice');
+    const first = open(alice, false, 'http');
+    registry.remove(first);
+    const second = open(alice, false, 'http');
+    await store.revokeSession(alice.sid);
+    expect([first.ended, second.ended]).toEqual([[], ['session ended']]);
   });
 });
 
@@ -180,10 +200,10 @@ describe('a tunnel that closed by itself', () => {
   it('is forgotten: no later event or deadline ends it again', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const alice = await principal('alice');
-    const tunnel: Opened = { principal: alice, ended: [], end: (reason) => tunnel.ended.push(reason) };
-    const forget = registry.add(tunnel, true);
-    forget();
-    forget();
+    const tunnel: Opened = { kind: 'websocket', principal: alice, ended: [], end: (reason) => tunnel.ended.push(reason) };
+    registry.add(tunnel, true);
+    registry.remove(tunnel);
+    registry.remove(tunnel);
     expect(registry.size).toBe(0);
     await store.revokeSession(alice.sid);
     vi.advanceTimersByTime(alice.expiresAtMs - Date.now());

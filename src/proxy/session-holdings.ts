@@ -1,0 +1,258 @@
+// What each session holds open on this instance, and when each of it must
+// end: WebSocket tunnels (websocket.ts), proxied HTTP exchanges still in
+// progress (proxy-handler.ts: streamed or chunked responses, event streams,
+// long downloads and uploads) and long polls of the status endpoint
+// (requests/status-routes.ts). One registry for all of them, so whatever
+// ends a session ends everything it opened, the same way:
+//
+// - the session revoked, on this or any instance (the bearer rule's feed of
+//   session ends: logout, sign-out-everywhere, a key revoked by its user or
+//   the CLI, eviction by `maxSessionsPerUser`, a provider's back-channel logout);
+// - its user disabled or removed, or the API key its session came from
+//   revoked (the identity provider announces every reload of the users file,
+//   which each instance watches, and each holder is asked about again), or a
+//   role its route needs taken away (the holding's own `stillAllowed`);
+// - its token's expiry, when its route says so, and in any case the
+//   session's own end: nothing opened with a refresh token, or kept past its
+//   access token, outlives its session;
+// - the gateway stopping (public routes' tunnels too).
+//
+// Every one of these is an event or a timer; nothing polls. Registering is
+// on the proxy's hot path, so it is a Set insert (and a Map lookup) and its
+// removal a delete: a session's group, with its one timer for the session's
+// end, is kept while the session lives, not made again for every request.
+import type { Logger } from 'pino';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import type { Principal } from '../core/principal.js';
+import type { IdentityProvider } from '../identity/identity-provider.js';
+
+export type HoldingEnd = 'session ended' | 'user or API key no longer active' | 'access revoked' | 'token expired' | 'gateway stopping';
+
+/** Something a session holds open. */
+export interface Holding {
+  /** What it is, for the log line when the registry ends it. */
+  readonly kind: 'websocket' | 'http' | 'long poll';
+  /** Who opened it; null on an `auth: none` route (such a holding ends only with the gateway). */
+  readonly principal: Principal | null;
+  /** Ends it, both sides. Called once at most, after the registry has forgotten it. */
+  end(reason: HoldingEnd): void;
+  /** Whether its route's rule still lets the principal in (a role may have been taken away); absent: always. */
+  stillAllowed?(): boolean;
+}
+
+export interface SessionHoldingsOptions {
+  sessions: Pick<BearerAuthenticator, 'onSessionEnded'>;
+  identity: Pick<IdentityProvider, 'isActive' | 'onChange'>;
+  logger: Logger;
+  /** Epoch milliseconds; the deadlines are compared with it. */
+  now?: () => number;
+  /** How many idle sessions (nothing open) keep their group until they end; beyond it an emptied group is dropped at once. */
+  maxIdleSessions?: number;
+}
+
+/** One session's holdings and the timer for the session's end. */
+interface Group {
+  readonly sid: string;
+  readonly holdings: Set<Holding>;
+  deadline: number;
+  timer: NodeJS.Timeout | undefined;
+  /** Empty and kept for the session's next request (counted in `#idle`). */
+  idle: boolean;
+}
+
+/** The longest a timer may wait (setTimeout's 32-bit limit); a later deadline is waited for in steps. */
+const MAX_TIMER_MS = 2_147_483_647;
+const DEFAULT_MAX_IDLE_SESSIONS = 10_000;
+
+export class SessionHoldings {
+  readonly #identity: SessionHoldingsOptions['identity'];
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #maxIdle: number;
+  readonly #bySession = new Map<string, Group>();
+  /** Public routes' holdings: they end with the gateway only. */
+  readonly #public = new Set<Holding>();
+  /** Timers of the holdings that end at their token's expiry (their route says so); most have none. */
+  readonly #expiry = new Map<Holding, NodeJS.Timeout>();
+  readonly #stopListening: Array<() => void>;
+  #count = 0;
+  #idle = 0;
+
+  constructor(options: SessionHoldingsOptions) {
+    this.#identity = options.identity;
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+    this.#maxIdle = options.maxIdleSessions ?? DEFAULT_MAX_IDLE_SESSIONS;
+    this.#stopListening = [options.sessions.onSessionEnded((sid) => this.#endSession(sid)), options.identity.onChange(() => this.#recheckIdentities())];
+  }
+
+  /** Holdings open now. */
+  get size(): number {
+    return this.#count;
+  }
+
+  /** Open holdings of one kind (the metrics' open tunnels). */
+  count(kind: Holding['kind']): number {
+    let n = 0;
+    for (const holding of this.#public) if (holding.kind === kind) n += 1;
+    for (const group of this.#bySession.values()) for (const holding of group.holdings) if (holding.kind === kind) n += 1;
+    return n;
+  }
+
+  /**
+   * Tracks an open holding until it ends or `remove` forgets it.
+   * `endOnExpiry`: its route ends it when its token expires
+   * (`closeWebSocketOnExpiry`, `endExchangesOnExpiry`); it ends at its
+   * session's end in any case.
+   */
+  add(holding: Holding, endOnExpiry: boolean): void {
+    const { principal } = holding;
+    if (principal === null) {
+      if (!this.#public.has(holding)) this.#count += 1;
+      this.#public.add(holding);
+      return;
+    }
+    // Admission refuses such a token; a holding registered late still never outlives its session.
+    if (principal.sessionEndsAtMs <= this.#now()) {
+      holding.end('session ended');
+      return;
+    }
+    let group = this.#bySession.get(principal.sid);
+    if (group === undefined) {
+      group = { sid: principal.sid, holdings: new Set(), deadline: principal.sessionEndsAtMs, timer: undefined, idle: false };
+      this.#bySession.set(principal.sid, group);
+      this.#armSession(group);
+    } else {
+      if (group.idle) {
+        group.idle = false;
+        this.#idle -= 1;
+      }
+      // One session, one end; a principal read later may know an earlier one.
+      if (principal.sessionEndsAtMs < group.deadline) {
+        group.deadline = principal.sessionEndsAtMs;
+        clearTimeout(group.timer);
+        this.#armSession(group);
+      }
+    }
+    if (group.holdings.has(holding)) return;
+    group.holdings.add(holding);
+    this.#count += 1;
+    // A token never outlives its session, so its expiry is the earlier deadline when it counts.
+    if (endOnExpiry && principal.expiresAtMs < group.deadline) this.#armExpiry(holding, principal.expiresAtMs);
+  }
+
+  /** Forgets a holding that ended by itself (either side went away); harmless when it is not tracked. */
+  remove(holding: Holding): void {
+    this.#forget(holding);
+  }
+
+  /**
+   * Ends every holding of one kind, public routes' included: the gateway
+   * stopping ends its tunnels at once, while HTTP exchanges get the drain's grace.
+   */
+  endAll(kind: Holding['kind'], reason: HoldingEnd = 'gateway stopping'): void {
+    for (const holding of [...this.#public]) if (holding.kind === kind) this.#end(holding, reason);
+    for (const group of [...this.#bySession.values()]) for (const holding of [...group.holdings]) if (holding.kind === kind) this.#end(holding, reason);
+  }
+
+  /** Stops listening and forgets every session's timer; what is still open is left to its owner (the drain cuts it). */
+  close(): void {
+    for (const stop of this.#stopListening.splice(0)) stop();
+    for (const timer of this.#expiry.values()) clearTimeout(timer);
+    this.#expiry.clear();
+    for (const group of [...this.#bySession.values()]) this.#drop(group);
+    this.#public.clear();
+    this.#count = 0;
+  }
+
+  #armSession(group: Group): void {
+    const wait = group.deadline - this.#now();
+    if (wait <= 0) {
+      this.#endSession(group.sid, 'session ended');
+      return;
+    }
+    // Re-armed rather than ended when it fires: a deadline beyond the timer's
+    // range is reached in steps, and a clock that reads a little behind the
+    // timer's never ends anything before its deadline.
+    group.timer = setTimeout(() => this.#armSession(group), Math.min(wait, MAX_TIMER_MS));
+    group.timer.unref();
+  }
+
+  #armExpiry(holding: Holding, deadline: number): void {
+    const wait = deadline - this.#now();
+    if (wait <= 0) {
+      this.#end(holding, 'token expired');
+      return;
+    }
+    const timer = setTimeout(() => this.#armExpiry(holding, deadline), Math.min(wait, MAX_TIMER_MS));
+    timer.unref();
+    this.#expiry.set(holding, timer);
+  }
+
+  #endSession(sid: string, reason: HoldingEnd = 'session ended'): void {
+    const group = this.#bySession.get(sid);
+    if (group === undefined) return;
+    for (const holding of [...group.holdings]) this.#end(holding, reason);
+    this.#drop(group);
+  }
+
+  /** The users changed: whatever a user or key no longer active holds, or a route's rule no longer admits, ends. */
+  #recheckIdentities(): void {
+    for (const group of [...this.#bySession.values()]) {
+      for (const holding of [...group.holdings]) {
+        const principal = holding.principal!;
+        if (!this.#identity.isActive(principal)) this.#end(holding, 'user or API key no longer active');
+        else if (holding.stillAllowed !== undefined && !holding.stillAllowed()) this.#end(holding, 'access revoked');
+      }
+    }
+  }
+
+  #end(holding: Holding, reason: HoldingEnd): void {
+    if (!this.#forget(holding)) return;
+    // Why the gateway cut it, once per holding (its access line follows when the client side has closed).
+    const { principal } = holding;
+    if (principal !== null && reason !== 'gateway stopping') {
+      this.#logger.info({ sid: principal.sid, sub: principal.sub, kind: holding.kind, reason }, 'ended with its session');
+    }
+    holding.end(reason);
+  }
+
+  /** True when the holding was still tracked. */
+  #forget(holding: Holding): boolean {
+    const { principal } = holding;
+    if (principal === null) {
+      if (!this.#public.delete(holding)) return false;
+      this.#count -= 1;
+      return true;
+    }
+    const group = this.#bySession.get(principal.sid);
+    if (group === undefined || !group.holdings.delete(holding)) return false;
+    this.#count -= 1;
+    if (this.#expiry.size > 0) {
+      const timer = this.#expiry.get(holding);
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        this.#expiry.delete(holding);
+      }
+    }
+    if (group.holdings.size === 0) {
+      // Kept for the session's next request, unless too many sessions sit idle.
+      if (this.#idle < this.#maxIdle) {
+        group.idle = true;
+        this.#idle += 1;
+      } else this.#drop(group);
+    }
+    return true;
+  }
+
+  /** Forgets a session's group (its holdings are gone or ended) and its timer. */
+  #drop(group: Group): void {
+    if (this.#bySession.get(group.sid) !== group) return;
+    if (group.idle) {
+      group.idle = false;
+      this.#idle -= 1;
+    }
+    clearTimeout(group.timer);
+    this.#bySession.delete(group.sid);
+  }
+}
