@@ -20,6 +20,7 @@ import { ProviderAuth } from './oidc/provider-auth.js';
 import { ProviderConnection } from './oidc/provider-connection.js';
 import { ProviderIdentity } from './oidc/provider-identity.js';
 import { ProviderTokenCheck } from './oidc/provider-token-check.js';
+import { SessionRoles } from './oidc/session-roles.js';
 import type { Store } from './store/store.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import type { KeySet } from './tokens/keyset.js';
@@ -55,10 +56,12 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const settings = config.identity;
 
   if (settings.provider === 'oidc') {
-    const identity = new ProviderIdentity();
+    // Every token of a provider session holds the session's roles, as its newest token says (an introspected refresh token names none).
+    const sessionRoles = new SessionRoles({ store, maxEntries, keepMs: settings.refreshTokenTtlS * 1000 });
+    const identity = new ProviderIdentity(sessionRoles);
     const connection = new ProviderConnection({ settings, clockToleranceS: config.tokens.clockToleranceS, logger });
     connection.start();
-    const check = new ProviderTokenCheck({ connection, store, settings });
+    const check = new ProviderTokenCheck({ connection, store, settings, sessionRoles });
     const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics });
     const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
     return {

@@ -26,6 +26,8 @@ export interface ProviderTokenVerifierOptions {
 export interface VerifiedProviderToken {
   identity: Identity;
   expiresAtMs: number;
+  /** When the provider issued it (`iat`): which of a session's tokens is the newest. */
+  issuedAtMs?: number;
   /** The provider's session id (`claims.session`), when the token names one. */
   session?: string;
   /** The token's `scope`, split; undefined when it has none. */
@@ -91,6 +93,7 @@ export class ProviderTokenVerifier {
     return {
       identity: toIdentity(payload, settings.claims),
       expiresAtMs: (payload.exp ?? 0) * 1000,
+      ...(typeof payload.iat === 'number' && { issuedAtMs: payload.iat * 1000 }),
       ...(typeof session === 'string' && session !== '' && { session }),
       ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
     };

@@ -15,10 +15,13 @@ export interface IntrospectedToken {
   active: boolean;
   sub?: string;
   username?: string;
+  /** Absent when the answer has no roles claim (most providers leave it out: session-roles.ts fills it in). */
   roles?: string[];
   groups?: string[];
   /** Epoch seconds (RFC 7662 `exp`). */
   exp?: number;
+  /** Epoch seconds (RFC 7662 `iat`): when the provider issued the token. */
+  iat?: number;
   /** The provider's session id (`claims.session`), when it names one. */
   session?: string;
   scope?: string;
@@ -112,9 +115,10 @@ export function fromIntrospection(
     active: true,
     sub: answer.sub,
     username: typeof username === 'string' ? username : answer.sub,
-    roles: stringList(answer[claims.roles]),
+    ...(answer[claims.roles] !== undefined && { roles: stringList(answer[claims.roles]) }),
     groups: stringList(answer[claims.groups]),
     ...(typeof answer.exp === 'number' && { exp: answer.exp }),
+    ...(typeof answer.iat === 'number' && { iat: answer.iat }),
     ...(claims.session !== undefined && typeof answer[claims.session] === 'string' && { session: answer[claims.session] as string }),
     ...(typeof answer.scope === 'string' && { scope: answer.scope }),
   };

@@ -4,12 +4,21 @@
 // asks of an identity provider is answered from the token: a user is active
 // while the provider's token is (a user disabled there loses access when the
 // access token expires, or within the introspection interval for a refresh
-// token), and holds the roles the token carries.
+// token), and holds the roles its provider session holds as of the newest
+// token seen (session-roles.ts): a route rule asks at every request, so a
+// token checked before a role was taken away loses it here.
+import type { SessionRoles } from './session-roles.js';
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from '../identity/identity-provider.js';
 
 const NONE: readonly string[] = Object.freeze([]);
 
 export class ProviderIdentity implements IdentityProvider {
+  readonly #sessionRoles: SessionRoles | undefined;
+
+  constructor(sessionRoles?: SessionRoles) {
+    this.#sessionRoles = sessionRoles;
+  }
+
   /** Never here: credentials go to the provider's token endpoint, not to a local check. */
   async authenticate(_username: string, _secret: string, _options?: AuthenticateOptions): Promise<Identity | null> {
     return null;
@@ -24,8 +33,10 @@ export class ProviderIdentity implements IdentityProvider {
     return true;
   }
 
-  grants(holder: SessionHolder): Grants {
-    return { roles: holder.roles ?? NONE, groups: NONE, scopes: undefined, readOnly: false };
+  /** `sid`: the principal's provider session, when the holder is a principal. */
+  grants(holder: SessionHolder & { sid?: string }): Grants {
+    const session = holder.sid === undefined ? undefined : this.#sessionRoles?.current(holder.sid, holder.sub);
+    return { roles: session ?? holder.roles ?? NONE, groups: NONE, scopes: undefined, readOnly: false };
   }
 
   /** Nothing changes here: the provider's changes reach the gateway through its tokens. */

@@ -7,6 +7,8 @@
 // configured interval (introspection-cache.ts), and an introspected token is
 // trusted no longer than that, so a revocation at the provider is seen within
 // it. Either kind is refused once its session was ended here (a logout).
+// Both carry the roles of their provider session as last seen
+// (session-roles.ts), so the route rules treat every token of a session alike.
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader } from 'jose';
 import type { Principal } from '../core/principal.js';
@@ -17,11 +19,14 @@ import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError } from '../tokens/types.js';
 import { fromIntrospection, IntrospectionCache } from './introspection-cache.js';
 import type { ProviderConnection } from './provider-connection.js';
+import type { SessionRoles } from './session-roles.js';
 
 export interface ProviderTokenCheckOptions {
   connection: ProviderConnection;
   store: Store;
   settings: OidcIdentityConfig;
+  /** The roles of each provider session, as its newest token says. */
+  sessionRoles: SessionRoles;
   now?: () => number;
 }
 
@@ -33,12 +38,14 @@ export class ProviderTokenCheck implements TokenCheck {
   readonly #intervalMs: number;
   readonly #introspection: IntrospectionCache;
   readonly #now: () => number;
+  readonly #sessionRoles: SessionRoles;
 
   constructor(options: ProviderTokenCheckOptions) {
     const { connection, settings } = options;
     this.#connection = connection;
     this.#store = options.store;
     this.#now = options.now ?? Date.now;
+    this.#sessionRoles = options.sessionRoles;
     this.#intervalMs = settings.introspectionIntervalS * 1000;
     this.#introspection = new IntrospectionCache({
       store: options.store,
@@ -69,10 +76,18 @@ export class ProviderTokenCheck implements TokenCheck {
   async #verifyAccessToken(token: string): Promise<Principal> {
     const { verifier } = await this.#connection.connect();
     const verified = await verifier.verify(token);
+    const { identity } = verified;
+    // A token that names no provider session is its own: its roles are its own.
+    const roles =
+      verified.session === undefined
+        ? identity.roles
+        : await this.#stored(() =>
+            this.#sessionRoles.settle(verified.session!, identity.sub, { roles: identity.roles ?? [], issuedAtMs: verified.issuedAtMs ?? 0 }),
+          );
     return principal({
       sid: verified.session ?? tokenSessionId(token),
       tokenType: 'Bearer',
-      identity: verified.identity,
+      identity: { ...identity, roles },
       expiresAtMs: verified.expiresAtMs,
       scopes: verified.scopes,
     });
@@ -81,15 +96,30 @@ export class ProviderTokenCheck implements TokenCheck {
   async #introspect(token: string): Promise<Principal> {
     const answer = await this.#introspection.lookup(token);
     if (!answer.active || answer.sub === undefined) throw new TokenError(NOT_ACTIVE);
+    const sub = answer.sub;
     // Trusted for the interval at most: the cached check must not outlive what the provider said.
     const trustedUntilMs = Math.min(answer.exp === undefined ? Infinity : answer.exp * 1000, this.#now() + this.#intervalMs);
+    // Most providers name no roles here: the session's, as its newest access token said, stand in.
+    const observed = answer.roles === undefined ? undefined : { roles: answer.roles, issuedAtMs: (answer.iat ?? 0) * 1000 };
+    const roles =
+      answer.session === undefined
+        ? (answer.roles ?? [])
+        : await this.#stored(() => this.#sessionRoles.settle(answer.session!, sub, observed, answer.roles ?? []));
     return principal({
       sid: answer.session ?? tokenSessionId(token),
       tokenType: 'Refresh',
-      identity: { sub: answer.sub, username: answer.username ?? answer.sub, roles: answer.roles },
+      identity: { sub, username: answer.username ?? sub, roles },
       expiresAtMs: trustedUntilMs,
       scopes: answer.scope?.split(' ').filter(Boolean),
     });
+  }
+
+  async #stored<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
   }
 }
 
