@@ -35,6 +35,7 @@ import { RouteLimits } from './limits/route-limits.js';
 import { createLogger } from './observability/logger.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
+import { PeerAgreement } from './observability/peer-agreement.js';
 import { RequestTelemetry } from './observability/request-telemetry.js';
 import { createSpanExport } from './observability/span-export.js';
 import { measuredStore } from './observability/store-metrics.js';
@@ -58,6 +59,7 @@ import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import { canonicalIssuer } from './tokens/issuer.js';
 import { loadKeySet, type KeySet } from './tokens/keyset.js';
+import { shareKeys } from './tokens/share-keys.js';
 import { wellKnownRoutes } from './tokens/well-known-routes.js';
 
 export interface GatewayOptions {
@@ -115,7 +117,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
-  const keys = await loadKeySet({
+  const fileKeys = await loadKeySet({
     file: config.tokens.keysFile,
     algorithm: config.tokens.algorithm,
     retainS: config.tokens.refreshTokenTtlS,
@@ -123,6 +125,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     readOnly: options.readOnlyKeys ?? false,
     watch: true,
   });
+  // With Redis, every instance's published keys verify (tokens/shared-keyset.ts); disagreements are reported.
+  const sharedKeys = await shareKeys(config, store, fileKeys, logger);
+  const keys: KeySet = sharedKeys ?? fileKeys;
+  const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
   const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
   const mode = await createIdentityMode({
@@ -248,7 +254,14 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     : undefined;
   reloader?.watch();
 
-  const admin = await adminListener(config, logger, { store, drain, metrics, requests, identityReady: mode.ready });
+  const admin = await adminListener(config, logger, {
+    store,
+    drain,
+    metrics,
+    requests,
+    identityReady: mode.ready,
+    agreement: agreement && (() => agreement.state()),
+  });
 
   return {
     config,
@@ -288,7 +301,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();
-      keys.close();
+      await keys.close();
       await mode.close();
       if (ownStore) await store.close();
       // The last spans go out before the process may exit; a collector that is gone does not hold the stop.

@@ -83,6 +83,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly peerDisagreements = new Gauge({
+    name: 'gatehouse_peer_disagreements',
+    help:
+      'Instances sharing the store that disagree with this one, by view (keys: an instance does not trust a key another signs with; ' +
+      'users: another users file digest), as of the last heartbeat.',
+    labelNames: ['view'] as const,
+    registers: [this.registry],
+  });
+
   readonly tokenCache = new Counter({
     name: 'gatehouse_token_cache_lookups_total',
     help: 'Bearer checks answered from the verified-token cache (hit) or verified afresh (miss).',

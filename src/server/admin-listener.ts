@@ -25,6 +25,8 @@ export interface AdminParts {
   requests: RequestTracker;
   /** Readiness of what the identity mode depends on beyond the store (a provider's keys); absent: nothing. */
   identityReady?: (() => Promise<void>) | undefined;
+  /** With keys shared through the store: who disagrees with this instance (readiness shows it). */
+  agreement?: (() => { peers: number; keysDiffer: string[]; usersDiffer: string[] }) | undefined;
 }
 
 /** The admin listener with its routes, or undefined when `admin.enabled` is off. */
@@ -44,7 +46,12 @@ export async function adminListener(config: Config, logger: Logger, parts: Admin
   limitConnections(app.server, { maxConnections: config.admin.maxConnections }, adminLogger);
   recordRoutes(app);
   await app.register(errorHandler);
-  await app.register(healthRoutes, { store: parts.store, drain: parts.drain, ...(parts.identityReady && { identityReady: parts.identityReady }) });
+  await app.register(healthRoutes, {
+    store: parts.store,
+    drain: parts.drain,
+    ...(parts.identityReady && { identityReady: parts.identityReady }),
+    ...(parts.agreement && { agreement: parts.agreement }),
+  });
   // A cluster worker's scrape answers with the sum over every worker.
   await app.register(metricsRoute, { metrics: parts.metrics, ...(cluster.isWorker && { scrape: workerScrape(parts.metrics.registry) }) });
   await app.register(internalRoutes, {

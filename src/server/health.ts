@@ -14,6 +14,11 @@ export interface HealthOptions {
   drain: Drain;
   /** Fronting an OpenID Provider: resolves once its keys are held, so tokens can be checked. */
   identityReady?: () => Promise<void>;
+  /**
+   * Instances sharing the store that disagree with this one (observability/peer-agreement.ts).
+   * Shown, not failed on: taking every pod out of rotation would not make them agree.
+   */
+  agreement?: () => { peers: number; keysDiffer: string[]; usersDiffer: string[] };
 }
 
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
@@ -32,6 +37,6 @@ export async function healthRoutes(app: FastifyInstance, options: HealthOptions)
       request.log.warn({ err: error }, 'not ready: the OpenID Provider keys are not held yet');
       return sendError(reply, gatehouseError('identity_provider_not_ready', { cause: error }));
     }
-    return { status: 'ready', store: options.store.kind };
+    return { status: 'ready', store: options.store.kind, ...(options.agreement && { peers: options.agreement() }) };
   });
 }

@@ -77,7 +77,7 @@ export async function importKeys(file: string, stored: readonly StoredKey[], kno
 }
 
 /** Only the members RFC 7638 hashes: the public key, nothing private, nothing extra. */
-function publicMembers(jwk: JWK): JWK {
+export function publicMembers(jwk: JWK): JWK {
   const members = typeof jwk.kty === 'string' && Object.hasOwn(PUBLIC_MEMBERS, jwk.kty) ? PUBLIC_MEMBERS[jwk.kty] : undefined;
   if (members === undefined) throw new TypeError('unsupported key type');
   const result: Record<string, unknown> = {};

@@ -18,6 +18,15 @@ import { TokenError } from './types.js';
 
 /** Poll interval of `watch`. */
 const WATCH_INTERVAL_MS = 500;
+/** After a rotation could not be announced (the store did not answer), when it is tried again. */
+const ANNOUNCE_RETRY_MS = 1_000;
+
+/**
+ * Phase one of a rotation shared with other instances: makes every one of
+ * them trust `keys` (the new signing key among them) before this one signs
+ * with it. Rejects when it cannot: the previous key keeps signing.
+ */
+export type BeforeSigning = (keys: readonly LoadedKey[]) => Promise<void>;
 
 export interface SigningKey {
   kid: string;
@@ -39,8 +48,8 @@ export interface KeySet {
   publicJwks(): { keys: JWK[] };
   /** The algorithms of every key that still verifies; the same array until the keys change. */
   algorithms(): SigningAlgorithm[];
-  /** Stops watching the file. */
-  close(): void;
+  /** Stops watching the file (and, shared, takes this instance out of the store). */
+  close(): void | Promise<void>;
 }
 
 export interface LoadKeySetOptions {
@@ -125,6 +134,8 @@ export class WatchedKeySet extends EventEmitter<KeySetEvents> implements KeySet 
   #state: State;
   readonly #context: Context;
   #watch: FileWatch | undefined;
+  #beforeSigning: BeforeSigning | undefined;
+  #retry: NodeJS.Timeout | undefined;
 
   constructor(state: State, context: Context) {
     super();
@@ -153,6 +164,21 @@ export class WatchedKeySet extends EventEmitter<KeySetEvents> implements KeySet 
     return this.#current().jwks;
   }
 
+  /** Whether `kid` is one of this instance's own keys that still verify. */
+  knows(kid: string): boolean {
+    return this.#current().byKid.has(kid);
+  }
+
+  /** This instance's own keys that still verify (the one that signs among them). */
+  verifyingKeys(): readonly LoadedKey[] {
+    return this.#current().keys;
+  }
+
+  /** From now on, a new signing key from the file is taken only after `hook` resolved (shared-keyset.ts). */
+  setBeforeSigning(hook: BeforeSigning): void {
+    this.#beforeSigning = hook;
+  }
+
   algorithms(): SigningAlgorithm[] {
     return this.#current().algorithms;
   }
@@ -160,6 +186,7 @@ export class WatchedKeySet extends EventEmitter<KeySetEvents> implements KeySet 
   close(): void {
     void this.#watch?.close();
     this.#watch = undefined;
+    clearTimeout(this.#retry);
   }
 
   watch(): void {
@@ -199,6 +226,11 @@ export class WatchedKeySet extends EventEmitter<KeySetEvents> implements KeySet 
       const keys = await readSigningKeys(file, now(), retainMs, this.#state.keys);
       if (this.#watch === undefined) return; // closed while reading
       const before = this.#state.signing.kid;
+      const next = newestUnretired(keys);
+      if (this.#beforeSigning && next !== undefined && next.kid !== before) {
+        await this.#beforeSigning(keys);
+        if (this.#watch === undefined) return;
+      }
       this.#state = buildState(keys, retainMs);
       applied = true;
       const { kid, alg } = this.#state.signing;
@@ -207,6 +239,11 @@ export class WatchedKeySet extends EventEmitter<KeySetEvents> implements KeySet 
     } catch (error) {
       // KeysFileError messages name the file and the problem, never key material.
       logger.error({ file, err: error }, 'cannot reload the keys file; the keys in memory stay in use');
+      // A file that reads fine but whose key could not be announced is tried again; a broken file waits for its next change.
+      if (!(error instanceof KeysFileError) && this.#watch !== undefined) {
+        clearTimeout(this.#retry);
+        this.#retry = setTimeout(() => void this.#reload(), ANNOUNCE_RETRY_MS).unref();
+      }
     }
     this.emit('reload', applied);
   }

@@ -1,0 +1,30 @@
+// Chooses the key set a gateway uses: its keys file alone (one instance, or
+// instances sharing the file), or with a Redis store the union of every
+// instance's published keys (shared-keyset.ts).
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { fileDigest } from '../files/file-digest.js';
+import type { Store } from '../store/store.js';
+import type { WatchedKeySet } from './keyset.js';
+import { SharedKeySet } from './shared-keyset.js';
+
+/** The shared set, started (its keys published, its peers' read), or undefined when the store is not shared. */
+export async function shareKeys(config: Config, store: Store, local: WatchedKeySet, logger: Logger): Promise<SharedKeySet | undefined> {
+  if (store.kind !== 'redis' || store.sharedKeys === undefined) return undefined;
+  const identity = config.identity;
+  const usersFile = identity.provider === 'local' ? identity.usersFile : undefined;
+  const shared = new SharedKeySet({
+    local,
+    records: store.sharedKeys,
+    // The host name is the pod's name in Kubernetes: logs and /readyz name instances as operators know them.
+    instance: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    secret: config.requests.serviceToken,
+    retainMs: config.tokens.refreshTokenTtlS * 1000,
+    logger: logger.child({ component: 'shared-keys' }),
+    ...(usersFile !== undefined && { usersDigest: () => fileDigest(usersFile) }),
+  });
+  await shared.start();
+  return shared;
+}

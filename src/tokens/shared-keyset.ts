@@ -1,0 +1,296 @@
+// Signing keys across instances that share a store but no file (pods with a
+// volume of their own, separate hosts). Each instance keeps its private key
+// in its own keys file (keyset.ts) and publishes the public half, with until
+// when it may verify, through the store; every instance verifies with, and
+// its JWKS serves, the union. No private key ever leaves its instance: a
+// store that is compromised can at worst add a public key, and not even that
+// when entries are sealed with the service token (shared-key-entry.ts).
+//
+// A rotation is two-phase: a new key is published, announced, and taken up
+// in every live instance's view (instance-views.ts) before this one signs with
+// it. A token naming a kid not known here makes the verifier read the store
+// once (one read in flight, then a cooldown) before refusing it. A signing
+// key's entry is renewed every heartbeat, so a key whose instance is gone
+// keeps verifying for the retention after its last heartbeat, and a retired
+// key for the retention after its retirement: every token it signed has
+// expired by then.
+import { EventEmitter } from 'node:events';
+import type { CryptoKey, JWK, JWTHeaderParameters, KeyObject } from 'jose';
+import type { Logger } from 'pino';
+import type { SigningAlgorithm } from '../config/schema.js';
+import type { SharedKeyRecords } from '../store/shared-keys.js';
+import type { LoadedKey } from './key-material.js';
+import { newestUnretired } from './key-policy.js';
+import type { KeySet, SigningKey, WatchedKeySet } from './keyset.js';
+import { EntrySeal, importPublishedKey, type InstanceView, type PeerKey, type PublishedKey } from './shared-key-entry.js';
+import { InstanceViews } from './instance-views.js';
+import { TokenError } from './types.js';
+
+export interface SharedKeySetOptions {
+  local: WatchedKeySet;
+  records: SharedKeyRecords;
+  /** This instance's id in the store (unique per process start). */
+  instance: string;
+  /** `requests.serviceToken`: seals and checks entries; absent, the store is trusted as it is. */
+  secret: string | undefined;
+  /** How long a retired key keeps verifying: the refresh-token lifetime. */
+  retainMs: number;
+  logger: Logger;
+  /** A digest of the users file, told to peers so a divergence is seen. */
+  usersDigest?: () => Promise<string | undefined>;
+  heartbeatMs?: number;
+  /** The longest a rotation waits for every peer to trust its new key. */
+  ackTimeoutMs?: number;
+  /** After a read for an unknown kid, no other is made for this long. */
+  lookupCooldownMs?: number;
+  now?: () => number;
+}
+
+export interface SharedKeySetEvents {
+  /** After every heartbeat: this instance's view and its live peers'. */
+  views: [own: InstanceView, peers: InstanceView[]];
+}
+
+const DEFAULT_HEARTBEAT_MS = 10_000;
+const DEFAULT_ACK_TIMEOUT_MS = 5_000;
+const DEFAULT_LOOKUP_COOLDOWN_MS = 1_000;
+
+export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements KeySet {
+  readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
+  readonly #seal: EntrySeal;
+  readonly views: InstanceViews;
+  /** Peers' keys by kid; this instance's own are the local set's. */
+  #peers = new Map<string, PeerKey>();
+  /** Parsed entries by their text, so an unchanged entry is not checked and imported again. */
+  #parsed = new Map<string, PeerKey | null>();
+  #jwks: { keys: JWK[] } = { keys: [] };
+  #algorithms: SigningAlgorithm[] = [];
+  #jwksSource: unknown;
+  #lookup: Promise<void> | undefined;
+  #nextLookupAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #closed = false;
+
+  constructor(options: SharedKeySetOptions) {
+    super();
+    this.#o = {
+      heartbeatMs: DEFAULT_HEARTBEAT_MS,
+      ackTimeoutMs: DEFAULT_ACK_TIMEOUT_MS,
+      lookupCooldownMs: DEFAULT_LOOKUP_COOLDOWN_MS,
+      now: Date.now,
+      ...options,
+    };
+    this.#seal = new EntrySeal(options.secret);
+    this.views = new InstanceViews({
+      records: options.records,
+      seal: this.#seal,
+      instance: options.instance,
+      heartbeatMs: this.#o.heartbeatMs,
+      now: this.#o.now,
+    });
+    this.#rebuild();
+  }
+
+  /** Publishes this instance's keys, reads its peers', and keeps both current. Never rejects: a store down now is tried again each heartbeat. */
+  async start(): Promise<void> {
+    const { local, records, logger } = this.#o;
+    if (!this.#seal.authenticated) {
+      logger.warn(
+        'no requests.serviceToken (GATEHOUSE_SERVICE_TOKEN): public keys shared through the store are not sealed, ' +
+          'so whoever can write to Redis can add a key every instance trusts',
+      );
+    }
+    local.setBeforeSigning((keys) => this.#announce(keys));
+    this.#unsubscribe = records.onKeysChanged(() => void this.#refreshAndReport());
+    try {
+      // A starting instance is a rotation too: its key is trusted everywhere before it serves (and signs).
+      await this.#announce(local.verifyingKeys());
+    } catch (error) {
+      logger.warn({ err: error }, "cannot publish this instance's signing key yet; trying again at the next heartbeat");
+    }
+    await this.#heartbeat();
+    this.#timer = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs).unref();
+  }
+
+  get algorithm(): SigningAlgorithm {
+    return this.#o.local.algorithm;
+  }
+
+  signingKey(): SigningKey {
+    return this.#o.local.signingKey();
+  }
+
+  async getVerificationKey(header: JWTHeaderParameters): Promise<KeyObject | CryptoKey> {
+    const kid = header.kid;
+    if (typeof kid === 'string' && this.#o.local.knows(kid)) return this.#o.local.getVerificationKey(header);
+    let key = typeof kid === 'string' ? this.#peer(kid) : undefined;
+    if (key === undefined && typeof kid === 'string') {
+      await this.#lookUp();
+      key = this.#peer(kid);
+    }
+    if (key === undefined) throw new TokenError('unknown signing key');
+    if (header.alg !== key.alg) throw new TokenError('algorithm not allowed');
+    return key.publicKey;
+  }
+
+  publicJwks(): { keys: JWK[] } {
+    this.#rebuildIfLocalChanged();
+    return this.#jwks;
+  }
+
+  algorithms(): SigningAlgorithm[] {
+    this.#rebuildIfLocalChanged();
+    return this.#algorithms;
+  }
+
+  /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same). */
+  heartbeatNow(): Promise<void> {
+    return this.#heartbeat();
+  }
+
+  /** Calls `listener` after every re-read of this instance's keys file. */
+  localReloaded(listener: (applied: boolean) => void): void {
+    this.#o.local.on('reload', listener);
+  }
+
+  /** Every kid this instance verifies with, sorted. */
+  trustedKids(): string[] {
+    return [...new Set([...this.#o.local.verifyingKeys().map((k) => k.kid), ...this.#peers.keys()])].sort();
+  }
+
+  /** Stops the heartbeat and takes this instance's view out of the store; its keys stay there until they expire. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#unsubscribe?.();
+    this.#o.local.close();
+    await this.views.withdraw().catch((error: unknown) => this.#o.logger.warn({ err: error }, 'could not withdraw this instance from the store'));
+  }
+
+  #peer(kid: string): PeerKey | undefined {
+    const key = this.#peers.get(kid);
+    return key !== undefined && key.verifyUntil > this.#o.now() ? key : undefined;
+  }
+
+  /** One read of the store in flight at a time, and none again within the cooldown: unknown kids cannot make it a flood. */
+  #lookUp(): Promise<void> {
+    if (this.#lookup) return this.#lookup;
+    if (this.#o.now() < this.#nextLookupAt) return Promise.resolve();
+    this.#nextLookupAt = this.#o.now() + this.#o.lookupCooldownMs;
+    this.#lookup = this.#refresh()
+      .catch((error: unknown) => this.#o.logger.warn({ err: error }, 'cannot read the shared signing keys; the keys in memory stay in use'))
+      .finally(() => (this.#lookup = undefined));
+    return this.#lookup;
+  }
+
+  /** Phase one of a rotation: every key published, the change announced, and every live peer trusting the new signing key. */
+  async #announce(keys: readonly LoadedKey[]): Promise<void> {
+    const signing = newestUnretired(keys)!;
+    await this.#publish(keys);
+    await this.#o.records.announceKeysChanged();
+    const acknowledged = await this.views.waitForTrust(signing.kid, this.#o.ackTimeoutMs);
+    if (acknowledged.missing.length > 0) {
+      this.#o.logger.warn(
+        { kid: signing.kid, instances: acknowledged.missing },
+        'signing with the new key although some instances did not confirm they trust it; they find it in the store at their first token signed with it',
+      );
+    }
+    this.#o.logger.info({ kid: signing.kid, peers: acknowledged.confirmed }, 'new signing key published and trusted by every live instance');
+  }
+
+  async #publish(keys: readonly LoadedKey[]): Promise<void> {
+    const now = this.#o.now();
+    // A signing key may sign until the next heartbeat renews this entry (or the one after, if a heartbeat is late).
+    const signingUntil = now + 2 * this.#o.heartbeatMs + this.#o.retainMs;
+    for (const key of keys) {
+      const entry: PublishedKey = {
+        kid: key.kid,
+        alg: key.alg,
+        jwk: key.publicJwk,
+        instance: this.#o.instance,
+        verifyUntil: key.retiredAt === undefined ? signingUntil : key.retiredAt + this.#o.retainMs,
+      };
+      await this.#o.records.putKey(key.kid, this.#seal.seal(entry));
+    }
+  }
+
+  /** Reads every published key; drops (and deletes) those past their time. */
+  async #refresh(): Promise<void> {
+    const { records, logger, now } = this.#o;
+    const entries = await records.allKeys();
+    const parsed = new Map<string, PeerKey | null>();
+    const peers = new Map<string, PeerKey>();
+    const expired: string[] = [];
+    for (const [kid, text] of entries) {
+      let key = this.#parsed.get(text);
+      if (key === undefined) {
+        const body = this.#seal.open(text);
+        key = body === null ? null : await importPublishedKey(body);
+        if (key === null || key.kid !== kid) {
+          logger.warn({ kid }, 'ignoring a shared signing key entry that is not sealed by this deployment or not a valid public key');
+          key = null;
+        }
+      }
+      parsed.set(text, key);
+      if (key === null) continue;
+      if (key.verifyUntil <= now()) expired.push(kid);
+      else if (!this.#o.local.knows(kid)) peers.set(kid, key);
+    }
+    this.#parsed = parsed;
+    const changed = peers.size !== this.#peers.size || [...peers.keys()].some((kid) => !this.#peers.has(kid));
+    this.#peers = peers;
+    if (changed) {
+      this.#rebuild();
+      logger.info({ kids: [...peers.keys()] }, 'took up the signing keys other instances published');
+    }
+    await records.removeKeys(expired);
+  }
+
+  async #refreshAndReport(): Promise<void> {
+    try {
+      await this.#refresh();
+      await this.views.write(await this.#ownView());
+    } catch (error) {
+      this.#o.logger.warn({ err: error }, 'cannot read the shared signing keys; the keys in memory stay in use');
+    }
+  }
+
+  async #heartbeat(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#publish(this.#o.local.verifyingKeys());
+      await this.#refresh();
+      const own = await this.#ownView();
+      await this.views.write(own);
+      this.emit('views', own, await this.views.livePeers());
+    } catch (error) {
+      this.#o.logger.warn({ err: error }, 'cannot share signing keys through the store now; trying again at the next heartbeat');
+    }
+  }
+
+  async #ownView(): Promise<InstanceView> {
+    const users = await this.#o.usersDigest?.();
+    return {
+      instance: this.#o.instance,
+      signing: this.#o.local.signingKey().kid,
+      kids: this.trustedKids(),
+      ...(users !== undefined && { users }),
+      seenAt: this.#o.now(),
+    };
+  }
+
+  #rebuildIfLocalChanged(): void {
+    if (this.#o.local.publicJwks() !== this.#jwksSource) this.#rebuild();
+  }
+
+  /** The union: this instance's keys first (its signing key leads), then its peers'. */
+  #rebuild(): void {
+    const local = this.#o.local.publicJwks();
+    this.#jwksSource = local;
+    const peers = [...this.#peers.values()];
+    this.#jwks = Object.freeze({ keys: [...local.keys, ...peers.map((k) => k.publicJwk)] }) as { keys: JWK[] };
+    this.#algorithms = Object.freeze([...new Set([...this.#o.local.algorithms(), ...peers.map((k) => k.alg)])]) as SigningAlgorithm[];
+  }
+}
