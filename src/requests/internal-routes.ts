@@ -4,7 +4,8 @@
 // of `requests.serviceToken` as a bearer token.
 //
 // The answer tells the caller what happened, so it can retry safely: 200
-// `applied` or `already_applied` (an idempotent repeat), 409 when the request
+// `applied` or `already_applied` (an idempotent repeat) once the change is
+// kept as surely as a 202's record (request-tracker.ts), 409 when the request
 // ended the other way already (a terminal state never changes), 404 for an
 // unknown id, 503 when the store is down (retry later).
 import { createHash, timingSafeEqual } from 'node:crypto';

@@ -4,9 +4,10 @@
 // (the store is back), retried until it succeeds. The journal's replay
 // removes a file only once every record in it is in the store, and the
 // store's create is idempotent, so records the outbox wrote already cost a
-// no-op each.
+// no-op each. Status reports (journal-lines.ts) take the same path: a
+// transition replayed is idempotent too.
 import type { Logger } from 'pino';
-import type { RequestRecord } from '../store/store.js';
+import { entryKey, type JournalEntry } from './journal-lines.js';
 import { JournalFullError, type Journal } from './journal.js';
 
 /** A replay that failed (the store is still away) is tried again this much later. */
@@ -14,15 +15,15 @@ const REPLAY_RETRY_MS = 1_000;
 
 export class JournalBacklog {
   readonly #journal: Journal;
-  readonly #write: (record: RequestRecord) => Promise<void>;
+  readonly #write: (entry: JournalEntry) => Promise<void>;
   readonly #logger: Logger;
-  /** Ids of records journaled by this process and not yet known to be in the store. */
+  /** Keys (entryKey) of entries journaled by this process and not yet known to be in the store. */
   readonly #onDisk = new Set<string>();
   #replayed = false;
   #retry: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(journal: Journal, write: (record: RequestRecord) => Promise<void>, logger: Logger) {
+  constructor(journal: Journal, write: (entry: JournalEntry) => Promise<void>, logger: Logger) {
     this.#journal = journal;
     this.#write = write;
     this.#logger = logger;
@@ -34,25 +35,26 @@ export class JournalBacklog {
   }
 
   /**
-   * Puts the record on disk (fsynced). False when the journal could not take
+   * Puts the entry on disk (fsynced). False when the journal could not take
    * it (full, or a failing disk): it then waits in memory only, as logged.
    */
-  async append(record: RequestRecord): Promise<boolean> {
-    if (this.#onDisk.has(record.id)) return true;
+  async append(record: JournalEntry): Promise<boolean> {
+    const key = entryKey(record);
+    if (this.#onDisk.has(key)) return true;
     try {
       await this.#journal.append(record);
     } catch (error) {
       const reason = error instanceof JournalFullError ? 'the journal is full' : 'the journal could not be written';
-      this.#logger.error({ err: error, event: 'journal_refused', requestId: record.id }, `${reason}: the request record waits in memory only`);
+      this.#logger.error({ err: error, event: 'journal_refused', requestId: record.id }, `${reason}: the request record or status report waits in memory only`);
       return false;
     }
-    this.#onDisk.add(record.id);
+    this.#onDisk.add(key);
     return true;
   }
 
-  /** The record is in the store: nothing on disk needs to be kept for it (its file goes at the next replay). */
-  written(id: string): void {
-    this.#onDisk.delete(id);
+  /** The entry is in the store: nothing on disk needs to be kept for it (its file goes at the next replay). */
+  written(entry: JournalEntry): void {
+    this.#onDisk.delete(entryKey(entry));
   }
 
   /** Writes the journal into the store now; on failure, again a second later, until it succeeds. */
@@ -79,10 +81,10 @@ export class JournalBacklog {
    * yet), then closes the journal: the next process to open the folder
    * replays them. Returns the records that could not be journaled.
    */
-  async close(waiting: readonly RequestRecord[]): Promise<RequestRecord[]> {
+  async close(waiting: readonly JournalEntry[]): Promise<JournalEntry[]> {
     this.#closed = true;
     clearTimeout(this.#retry);
-    const lost: RequestRecord[] = [];
+    const lost: JournalEntry[] = [];
     for (const record of waiting) if (!(await this.append(record))) lost.push(record);
     await this.#journal.close();
     return lost;

@@ -1,6 +1,7 @@
 // An append-only journal on local disk for request records the store could
 // not take: a client that holds a 202 must find its request even if this
-// process is killed before the store is back. A record is on disk, fsynced,
+// process is killed before the store is back. Status reports acknowledged
+// before a replica held them go the same way (journal-lines.ts). A record is on disk, fsynced,
 // before `append` resolves, and so before the 202 goes out.
 //
 // Group commit: the records appended within one turn of the event loop, and
@@ -14,9 +15,8 @@
 import { open, mkdir, readdir, rename, unlink, access, constants } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { RequestRecord } from '../store/store.js';
 import { claimOwner, formatJournalFileName, newFileId, ownerIsAlive, parseJournalFileName, releaseOwner, type JournalOwner } from './journal-files.js';
-import { encodeRecordLine, readJournalFile } from './journal-lines.js';
+import { encodeRecordLine, readJournalFile, type JournalEntry } from './journal-lines.js';
 
 /** A file open for appending: the few operations the journal needs, so tests can count syncs or fail writes. */
 export interface JournalFile {
@@ -136,7 +136,7 @@ export class Journal {
    * Resolves once the record is on disk and synced; rejects with
    * JournalFullError when the journal is full, or with the I/O error.
    */
-  append(record: RequestRecord): Promise<void> {
+  append(record: JournalEntry): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the journal is closed'));
     const line = encodeRecordLine(record);
     if (this.#bytes + line.length > this.#maxBytes) {
@@ -157,7 +157,7 @@ export class Journal {
    * crash or a failed write starts the file again. Rejects with the first
    * failed write's error; what is not replayed stays for the next call.
    */
-  replay(write: (record: RequestRecord) => Promise<void>): Promise<ReplayResult> {
+  replay(write: (record: JournalEntry) => Promise<void>): Promise<ReplayResult> {
     if (this.#closed) return Promise.reject(new Error('the journal is closed'));
     const run = this.#replays.then(() => this.#replayAll(write));
     this.#replays = run.catch(() => {});
@@ -244,7 +244,7 @@ export class Journal {
     this.#sealed.push({ fileId: file.fileId, path: file.path, bytes: file.bytes });
   }
 
-  async #replayAll(write: (record: RequestRecord) => Promise<void>): Promise<ReplayResult> {
+  async #replayAll(write: (record: JournalEntry) => Promise<void>): Promise<ReplayResult> {
     await this.#exclusively(() => this.#sealCurrent());
     await this.#claimAbandonedFiles();
     this.#sealed.sort((a, b) => (a.fileId < b.fileId ? -1 : a.fileId > b.fileId ? 1 : 0));

@@ -1,7 +1,9 @@
 // Request records that could not be written because the store was down. A
 // client holding a 202 must later find its request, so the record waits here,
 // in memory, and is written when the store answers again — in the order the
-// 202s went out, so records are never reordered by a recovery.
+// 202s went out, so records are never reordered by a recovery. Status
+// reports acknowledged before a replica held them wait here too, in the same
+// line (journal-lines.ts), so a report is never written before its record.
 //
 // Bounded: a store that stays down must not turn into unbounded memory. When
 // full, the newest record is refused (the caller logs and counts it); the
@@ -9,15 +11,16 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.js';
 import type { RequestRecord } from '../store/store.js';
+import { entryKey, isStatusReport, statusReportKey, type JournalEntry, type StatusReport } from './journal-lines.js';
 
 export interface OutboxOptions {
   maxEntries: number;
   /**
-   * Writes one record to the store. Resolves when it is there (written now, or
+   * Writes one entry to the store. Resolves when it is there (written now, or
    * found there already: an earlier attempt may have succeeded although it
    * timed out on our side); rejects when the store still does not answer.
    */
-  write: (record: RequestRecord) => Promise<void>;
+  write: (entry: JournalEntry) => Promise<void>;
   metrics: Metrics;
   logger: Logger;
   /** First retry delay after a failed write; doubles up to `maxRetryDelayMs`. */
@@ -35,8 +38,8 @@ export class Outbox {
   readonly #options: OutboxOptions;
   readonly #initialDelayMs: number;
   readonly #maxDelayMs: number;
-  /** FIFO; the Map keeps insertion order and finds a record by id in O(1). */
-  readonly #queue = new Map<string, RequestRecord>();
+  /** FIFO by entryKey; the Map keeps insertion order and finds an entry in O(1). */
+  readonly #queue = new Map<string, JournalEntry>();
   #delayMs: number;
   #timer: NodeJS.Timeout | undefined;
   /** The drain under way, shared by everyone who wants one (single writer: order is kept). */
@@ -59,11 +62,18 @@ export class Outbox {
   /** The waiting record with this id, if any. */
   get(id: string): RequestRecord | undefined {
     const record = this.#queue.get(id);
-    return record === undefined ? undefined : { ...record };
+    return record === undefined || isStatusReport(record) ? undefined : { ...record };
   }
 
+  /** Whether the record with this id waits. */
   has(id: string): boolean {
-    return this.#queue.has(id);
+    return this.get(id) !== undefined;
+  }
+
+  /** The waiting status report for this id, if any. */
+  report(id: string): StatusReport | undefined {
+    const report = this.#queue.get(statusReportKey(id));
+    return report !== undefined && isStatusReport(report) ? { ...report } : undefined;
   }
 
   /** What the last failed write threw, until a drain empties the outbox. */
@@ -76,11 +86,12 @@ export class Outbox {
    * the outbox is full (or closed) and the record was not kept; the caller
    * reports it, since only the caller knows which request it belonged to.
    */
-  enqueue(record: RequestRecord): boolean {
+  enqueue(entry: JournalEntry): boolean {
     if (this.#closed || this.#queue.size >= this.#options.maxEntries) return false;
     // An id queued twice (an upstream repeating itself while the store is
-    // down) keeps its first record and place, as the store would.
-    if (!this.#queue.has(record.id)) this.#queue.set(record.id, { ...record });
+    // down) keeps its first record and place, as the store would; a report, its first outcome.
+    const key = entryKey(entry);
+    if (!this.#queue.has(key)) this.#queue.set(key, { ...entry });
     this.#options.metrics.outboxSize.set(this.#queue.size);
     this.#schedule();
     return true;
@@ -107,7 +118,7 @@ export class Outbox {
    * Stops retrying. What is still waiting is reported and returned: the
    * caller may try one last drain first (see RequestTracker.close).
    */
-  close(): RequestRecord[] {
+  close(): JournalEntry[] {
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -116,9 +127,9 @@ export class Outbox {
 
   async #drainInOrder(): Promise<void> {
     let written = 0;
-    for (const [id, record] of this.#queue) {
+    for (const [key, entry] of this.#queue) {
       try {
-        await this.#options.write(record);
+        await this.#options.write(entry);
       } catch (error) {
         this.#lastFailure = error;
         this.#delayMs = Math.min(this.#delayMs * 2, this.#maxDelayMs);
@@ -127,7 +138,7 @@ export class Outbox {
       }
       // Deleting the entry being visited is safe while iterating a Map; later
       // entries (queued meanwhile) are still visited, in order.
-      this.#queue.delete(id);
+      this.#queue.delete(key);
       this.#options.metrics.outboxSize.set(this.#queue.size);
       written += 1;
     }

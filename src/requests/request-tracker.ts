@@ -12,17 +12,21 @@
 //   is on disk before the 202 goes out (journal-backlog.ts), and an unknown
 //   id is not called unknown while records may still be on their way
 //   (outage-window.ts).
+// - A status report answered `applied` is kept as surely as a 202's record:
+//   confirmed by a replica, or else queued the same way (status-reports.ts).
 import type { Logger } from 'pino';
 import { DEFAULT_UNKNOWN_AFTER_OUTAGE_S } from '../config/defaults.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { storeUnavailable } from '../store/store-unavailable.js';
+import { storeUnavailable, unconfirmedOutcome } from '../store/store-unavailable.js';
 import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
 import { JournalBacklog } from './journal-backlog.js';
+import { isStatusReport, type JournalEntry } from './journal-lines.js';
 import type { Journal } from './journal.js';
 import { OutageWindow } from './outage-window.js';
 import { Outbox } from './outbox.js';
 import { RequestWatches, type RequestWatch, type WatchEvent } from './request-watches.js';
+import { writeStatusReport } from './status-reports.js';
 
 /** What became of a record handed to `record()`. */
 export type RecordOutcome =
@@ -161,6 +165,9 @@ export class RequestTracker {
       this.#outages.note();
       throw storeUnavailable(error);
     }
+    // A report acknowledged but not yet confirmed by the store is the request's state already.
+    const report = this.#outbox.report(id);
+    if (stored?.status === 'pending' && report) return { ...stored, status: report.status, updatedAt: report.reportedAt };
     return stored ?? this.#outbox.get(id) ?? null;
   }
 
@@ -173,9 +180,11 @@ export class RequestTracker {
    * Moves a pending record to a terminal state (atomically, in the store).
    * A record still waiting in the outbox must be written first: until it is,
    * the transition is refused as `store_unavailable`, never as unknown.
+   * `applied` means kept: confirmed by the store, or made on its master and
+   * queued (journal, outbox) until it is confirmed; otherwise it rejects.
    */
   async transition(id: string, status: TerminalStatus, source: TransitionSource): Promise<TransitionOutcome> {
-    if (this.#outbox.has(id)) {
+    if (this.#outbox.has(id) || this.#outbox.report(id)) {
       await this.#outbox.drain();
       if (this.#outbox.has(id)) {
         this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
@@ -183,13 +192,20 @@ export class RequestTracker {
         throw storeUnavailable(this.#outbox.lastFailure ?? new Error('the record still waits in the outbox'));
       }
     }
-    let outcome: TransitionOutcome;
+    // An earlier report still waits: it goes first, so it decides (a terminal state never changes).
+    const waiting = this.#outbox.report(id);
+    let outcome: TransitionOutcome | undefined = waiting && (waiting.status === status ? 'already_applied' : 'conflict');
     try {
-      outcome = await this.#store.transitionRequest(id, status, this.#retentionMs);
+      outcome ??= await this.#store.transitionRequest(id, status, this.#retentionMs);
     } catch (error) {
       this.#outages.note();
-      this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
-      throw storeUnavailable(error);
+      outcome = unconfirmedOutcome<TransitionOutcome>(error);
+      // Made on the master but not confirmed: kept like a 202's record, or not acknowledged at all.
+      if (outcome === undefined || !(await this.#keep({ kind: 'status_report', id, status, reportedAt: Date.now() }))) {
+        this.#metrics.statusTransitions.inc({ source, outcome: 'store_unavailable' });
+        throw storeUnavailable(error);
+      }
+      this.#logger.warn({ err: error, requestId: id, status }, 'status report not yet confirmed by a replica: it waits in the outbox');
     }
     this.#metrics.statusTransitions.inc({ source, outcome });
     const log = outcome === 'applied' ? 'info' : 'debug';
@@ -237,17 +253,20 @@ export class RequestTracker {
     if (lost.length > 0) {
       this.#logger.error(
         { event: 'outbox_lost', records: lost.length, requestIds: lost.slice(0, 100).map((record) => record.id) },
-        'request records still waiting for the store are lost with this process',
+        'request records and status reports still waiting for the store are lost with this process',
       );
     }
   }
 
-  /** Journal first (the 202 waits for the fsync), then the outbox, which writes it as soon as it can. */
-  async #queue(record: RequestRecord): Promise<RecordOutcome> {
-    const onDisk = (await this.#backlog?.append(record)) ?? false;
-    if (this.#outbox.enqueue(record)) return 'queued';
+  /** Journal first (the answer waits for the fsync), then the outbox, which writes it as soon as it can; false: neither took it. */
+  async #keep(entry: JournalEntry): Promise<boolean> {
+    const onDisk = (await this.#backlog?.append(entry)) ?? false;
     // Full outbox, but on disk: the journal's replay writes it.
-    if (onDisk) return 'queued';
+    return this.#outbox.enqueue(entry) || onDisk;
+  }
+
+  async #queue(record: RequestRecord): Promise<RecordOutcome> {
+    if (await this.#keep(record)) return 'queued';
     this.#metrics.outboxDropped.inc();
     this.#logger.error(
       { event: 'outbox_full', requestId: record.id, route: record.route, outboxSize: this.#outbox.size },
@@ -256,9 +275,14 @@ export class RequestTracker {
     return 'dropped';
   }
 
-  async #writeQueued(record: RequestRecord): Promise<void> {
+  async #writeQueued(record: JournalEntry): Promise<void> {
+    if (isStatusReport(record)) {
+      await writeStatusReport(this.#store, record, this.#retentionMs, this.#logger);
+      this.#backlog?.written(record);
+      return;
+    }
     const created = await this.#store.createRequest(record, this.#retentionMs);
-    this.#backlog?.written(record.id);
+    this.#backlog?.written(record);
     // Already there: an earlier attempt that timed out on our side landed after all.
     if (!created) this.#logger.debug({ requestId: record.id }, 'outbox: record was already in the store');
   }

@@ -1,6 +1,7 @@
-// A request record counts as written once a replica holds it too, so that a
-// failover (manual or a crash) cannot lose it: the Redis store asks this
-// after each write, with Sentinel (create-store.ts sets `replicasToConfirm`).
+// A request record, and a status transition, counts as written once a
+// replica holds it too, so that a failover (manual or a crash) cannot lose
+// it: the Redis store asks this after each such write, with Sentinel
+// (create-store.ts sets `replicasToConfirm`).
 //
 // A master with no replica attached at all, the one a crash failover leaves
 // behind until the old master comes back as its replica, has nothing to

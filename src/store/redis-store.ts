@@ -29,7 +29,7 @@ import { decimal, requestFields, requestFromHash, sessionFields, sessionFromHash
 import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
 import { ReconnectSchedule } from './reconnect-schedule.js';
-import { storeUnavailable } from './store-unavailable.js';
+import { storeUnavailable, UnconfirmedWrite } from './store-unavailable.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
 
 export interface RedisStoreOptions {
@@ -164,6 +164,11 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.exists(this.keys.endedProviderSession(sid)))) === 1;
   }
 
+  async rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
+    // SET NX: the first writer wins, on whichever instance; a replay finds the key.
+    return (await this.run(() => this.client.set(this.keys.logoutToken(id), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  }
+
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.feed.revocations.add(listener);
   }
@@ -210,12 +215,21 @@ export class RedisStore implements Store {
         { channel: this.feed.statusChannel, message: JSON.stringify(change) },
       ),
     );
+    if (reply === 'applied') {
+      // As with revocations: our own subscriber hears the echo later, and
+      // listeners take a repeated change calmly.
+      this.feed.statusChanges.emit(change);
+    }
+    if (reply === 'applied' || reply === 'already_applied') {
+      // As for a new record: a report counts as kept once a replica holds it
+      // (also a repeat: the first may not have reached one). Unconfirmed, the
+      // caller learns what the master did and may keep it elsewhere (the
+      // request tracker's journal) or answer that it is not kept.
+      const replication = this.replication;
+      if (replication) await this.run(() => replication.confirm().catch((error: unknown) => Promise.reject(new UnconfirmedWrite(reply, error))));
+      return reply;
+    }
     switch (reply) {
-      case 'applied':
-        // As with revocations: our own subscriber hears the echo later, and
-        // listeners take a repeated change calmly.
-        this.feed.statusChanges.emit(change);
-        return 'applied';
       case 'unreadable':
         // Not something this code wrote: as getRequest does, treat it as absent.
         this.logger.warn({ requestId: id }, 'ignoring an unreadable request record');

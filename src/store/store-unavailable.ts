@@ -27,3 +27,25 @@ export function retryAfterSeconds(msUntilRetry: number): number {
   const seconds = Number.isNaN(msUntilRetry) ? RETRY_AFTER_MIN_S : Math.ceil(msUntilRetry / 1000);
   return Math.min(RETRY_AFTER_MAX_S, Math.max(RETRY_AFTER_MIN_S, seconds));
 }
+
+/**
+ * The cause of a `store_unavailable` for a write the store made but could not
+ * confirm as durable (no replica acknowledged it in time, see
+ * redis-replication.ts): `outcome` is what it did on the node that took it.
+ * The write may be lost in a failover; made again, it is idempotent.
+ */
+export class UnconfirmedWrite<T> extends Error {
+  readonly outcome: T;
+
+  constructor(outcome: T, cause: unknown) {
+    super('the write was made but no replica confirmed it', { cause });
+    this.name = 'UnconfirmedWrite';
+    this.outcome = outcome;
+  }
+}
+
+/** The outcome of a write that was made but not confirmed, when `error` (a store error or its cause) says so. */
+export function unconfirmedOutcome<T>(error: unknown): T | undefined {
+  const cause = error instanceof UnconfirmedWrite ? error : (error as { cause?: unknown } | null)?.cause;
+  return cause instanceof UnconfirmedWrite ? (cause.outcome as T) : undefined;
+}
