@@ -185,7 +185,19 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access, spans });
   // What each session holds open (exchanges, tunnels, long polls): all of it ends with its session.
   const holdings = new SessionHoldings({ sessions: bearer, identity, logger });
-  const proxy = new ProxyHandler({ admission, headers, clientAddress, engine, logger, telemetry, metrics, capture, drain, holdings });
+  const proxy = new ProxyHandler({
+    admission,
+    headers,
+    clientAddress,
+    engine,
+    logger,
+    telemetry,
+    metrics,
+    capture,
+    drain,
+    holdings,
+    lingering: config.server.lingeringClose,
+  });
   // A record names its route; the route's settings as they are now (reloads included) apply.
   const reconciler = new UpstreamReconciler({
     tracker: requests,

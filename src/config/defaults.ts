@@ -16,6 +16,14 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
 /** Open connections on the public listener, in total and from one client address. */
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+/**
+ * Lingering close after an answer given before the request body was read:
+ * nginx's lingering_time and lingering_timeout, and a cap on the bytes thrown
+ * away (the rest of a body a client keeps sending after its 413 or 401).
+ */
+export const DEFAULT_LINGERING_TIME_MS = 30_000;
+export const DEFAULT_LINGERING_TIMEOUT_MS = 5_000;
+export const DEFAULT_LINGERING_MAX_BYTES = 8 * 1024 * 1024;
 /** Open connections on the admin listener: a flood of the public one must leave it answering. */
 export const DEFAULT_ADMIN_MAX_CONNECTIONS = 64;
 

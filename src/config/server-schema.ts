@@ -45,6 +45,22 @@ export function serverSchema(checks: ContentChecks) {
     maxConnections: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS),
     /** Open connections from one client address on the public listener (trusted proxies are not counted). */
     maxConnectionsPerAddress: positiveInt.default(d.DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+    /**
+     * After an answer given before the request body was read (a 401, 413, 429,
+     * 503…), the connection is not closed at once: the rest of the body is read
+     * and thrown away, so that a client still sending it reads the answer
+     * instead of a reset (nginx's lingering close). These bound it.
+     */
+    lingeringClose: z
+      .strictObject({
+        /** The longest a connection lingers after its early answer (nginx's lingering_time). */
+        timeMs: positiveInt.default(d.DEFAULT_LINGERING_TIME_MS),
+        /** The longest it waits for the next byte of the body (nginx's lingering_timeout). */
+        idleTimeoutMs: positiveInt.default(d.DEFAULT_LINGERING_TIMEOUT_MS),
+        /** The most body bytes it reads and throws away before closing. */
+        maxBytes: positiveInt.default(d.DEFAULT_LINGERING_MAX_BYTES),
+      })
+      .prefault({}),
   });
 }
 

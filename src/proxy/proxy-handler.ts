@@ -7,6 +7,7 @@ import { PassThrough, type Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Drain } from '../http/drain.js';
 import { toGatehouseError, writeErrorResponse } from '../http/error-response.js';
+import { lingerAfterEarlyAnswer, type LingerBounds } from '../http/linger.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { redactUrl } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -44,6 +45,8 @@ export interface ProxyHandlerOptions {
   capture?: AcceptedAnswer;
   /** While the gateway stops, every answer closes its connection. */
   drain: Drain;
+  /** How long and how much of a body refused before it was read is read and thrown away before the connection closes. */
+  lingering: LingerBounds;
   /** What each session holds open: an exchange in progress ends with its session. */
   holdings: SessionHoldings;
 }
@@ -216,7 +219,10 @@ export class ProxyHandler {
       return;
     }
     this.#options.drain.closeAfter(res);
-    writeErrorResponse(res, gatehouse, exchange.requestId, hasBody(req) && !req.readableEnded);
+    const early = hasBody(req) && !req.readableEnded;
+    // Refused before its body was read (admission, a limit): the client may still be sending it.
+    if (early) lingerAfterEarlyAnswer(req, res, this.#options.lingering);
+    writeErrorResponse(res, gatehouse, exchange.requestId, early);
   }
 
   #done(exchange: Exchange): void {

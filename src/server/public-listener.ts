@@ -9,6 +9,7 @@ import type { ClientAddress } from '../http/client-address.js';
 import type { Drain } from '../http/drain.js';
 import { answerFrameworkError } from '../http/error-handler.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
+import { lingerAfterEarlyAnswer } from '../http/linger.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
 import { withClientAddress } from '../observability/logger.js';
@@ -41,7 +42,7 @@ export function publicListener(
   clientAddress: ClientAddress,
   cors?: CorsPolicy,
 ): FastifyInstance {
-  const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs } = config.server;
+  const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs, lingeringClose: lingering } = config.server;
   const app = Fastify({
     // Its `req` serializer logs the client address as `clientAddress` reads it.
     loggerInstance: withClientAddress(logger, clientAddress) as FastifyBaseLogger,
@@ -91,8 +92,10 @@ export function publicListener(
     reply.header('x-request-id', request.id);
     bytesWrittenBefore.set(request.raw, request.raw.socket?.bytesWritten ?? 0);
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (request, reply) => {
     drain.closeAfter(reply.raw);
+    // An answer before the body was read (a 413 on the declared length, a refusal from a hook): linger, then close.
+    lingerAfterEarlyAnswer(request.raw, reply.raw, lingering);
   });
   // The same access line and request metrics as a proxied request.
   app.addHook('onResponse', async (request, reply) => {
