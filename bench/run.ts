@@ -1,6 +1,6 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, flood, limits, authz, oidc (all by default), and builds
+// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, oidc (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
@@ -15,6 +15,7 @@ import { runJsonBodySection } from './json-body.js';
 import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
 import { runOidcSection } from './oidc.js';
+import { runPathsSection } from './paths.js';
 import { runProxySection } from './proxy.js';
 import { runWrongCredentialsSection } from './wrong-credentials.js';
 
@@ -26,6 +27,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   memory: runMemorySection,
   credentials: runWrongCredentialsSection,
   json: runJsonBodySection,
+  paths: runPathsSection,
   builds: runBuildsSection,
   flood: runFloodSection,
   limits: runLimitsSection,

@@ -47,13 +47,15 @@ export function lenientReading(path: string): string {
  * there to climb past the route, or its `rewritePrefix`, in the backend.
  */
 export function encodedSlashReading(path: string): string | undefined {
-  const segments = path.split(/\/|%2F/i);
-  for (const segment of segments) if (DOT_SEGMENT.test(segment)) return undefined;
-  return segments.filter((segment, i) => i === 0 || segment !== '').join('/') || '/';
+  if (DOT_SEGMENT.test(path)) return undefined;
+  const reading = path.replace(ENCODED_SLASH, '/');
+  return reading.includes('//') ? reading.replace(SLASHES, '/') : reading;
 }
 
-/** `.` or `..`, however a lenient server spells it: trailing dots or spaces, `;` parameters. */
-const DOT_SEGMENT = /^\.(?:\.|%20)*(?:$|;|%3B)/i;
+/** A segment that is `.` or `..` however a lenient server spells it (trailing dots or spaces, `;` parameters), between separators or at the end. */
+const DOT_SEGMENT = /(?:\/|%2F)\.(?:\.|%20)*(?:$|\/|%2F|;|%3B)/i;
+const ENCODED_SLASH = /%2F/gi;
+const SLASHES = /\/{2,}/g;
 
 /** One round of percent-decoding, the bytes read as UTF-8 that may be overlong. */
 function decodeOnce(text: string): string {

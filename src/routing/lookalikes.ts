@@ -59,3 +59,18 @@ const BEST_FIT_PATTERN = new RegExp(`[${[...BEST_FIT.keys()].map((cp) => `\\u{${
 export function foldLookalikes(text: string): string {
   return text.normalize('NFKC').replace(BEST_FIT_PATTERN, (ch) => BEST_FIT.get(ch.codePointAt(0)!)!);
 }
+
+/**
+ * Whether a canonical path (valid UTF-8 escapes) reads differently once its
+ * characters are NFKC-folded: the cheap test before `lenientReading` is asked
+ * which route the folded path is (most non-ASCII text, in NFC, is unchanged).
+ */
+export function changesUnderFolding(path: string): boolean {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return true; // not UTF-8 after all: let the full reading decide
+  }
+  return decoded.normalize('NFKC') !== decoded;
+}

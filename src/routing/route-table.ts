@@ -7,6 +7,7 @@
 import type { RouteConfig } from '../config/schema.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import { encodedSlashReading, lenientReading } from './lenient-path.js';
+import { changesUnderFolding } from './lookalikes.js';
 import { normalizeRequestTarget, type RequestTarget } from './request-target.js';
 
 export interface CompiledRoute {
@@ -136,7 +137,7 @@ export function resolveRoute(table: RouteTable, method: string, host: string | u
     if (table.match(method, host, lenientReading(target.path)) !== route) {
       throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
     }
-  } else if (target.nonAscii && table.match(method, host, lenientReading(target.path)) !== route) {
+  } else if (target.nonAscii && changesUnderFolding(target.path) && table.match(method, host, lenientReading(target.path)) !== route) {
     // A backend that folds compatibility characters reads `/site/%EF%BD%81dmin` (`ａdmin`) as `/site/admin`.
     throw gatehouseError('invalid_request', { reason: 'path reads as another route' });
   }

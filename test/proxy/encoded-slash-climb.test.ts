@@ -104,7 +104,7 @@ describe('encoded slashes that stay in their route, passed as sent', () => {
 describe('encodedSlashReading', () => {
   it.each([
     ['/files/a%2Fb/c', '/files/a/b/c'],
-    ['/files/%2F%2Fa%2F', '/files/a'],
+    ['/files/%2F%2Fa%2F', '/files/a/'],
     ['/private%2fx', '/private/x'],
     ['/', '/'],
   ])('%s reads as %s', (path, reading) => {
