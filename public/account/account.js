@@ -6,6 +6,11 @@
 
 const $ = (id) => document.getElementById(id);
 
+// The page's own words where the API's are meant for programs: a refused
+// login on this form, and a session that ran out (or was ended elsewhere).
+const WRONG_CREDENTIALS = 'Wrong username or password.';
+const SESSION_OVER = 'Your session has expired or was ended. Please log in again.';
+
 /** The session's tokens, in memory only. */
 let tokens = null;
 let renewTimer = undefined;
@@ -40,14 +45,14 @@ async function renew() {
     body: JSON.stringify({ refresh_token: tokens.refresh }),
   }).catch(() => null);
   if (response?.ok) keep(await response.json());
-  else signedOut(response ? await messageOf(response, 'Your session ended. Please log in again.') : 'The gateway cannot be reached.');
+  else signedOut(response ? SESSION_OVER : 'The gateway cannot be reached.');
 }
 
 /** A call with the access token; a 401 means the session is over. */
 async function api(path, options = {}) {
   const response = await fetch(path, { ...options, headers: { ...options.headers, authorization: `Bearer ${tokens.access}` } });
   if (response.status === 401) {
-    signedOut(await messageOf(response, 'Please log in again.'));
+    signedOut(SESSION_OVER);
     throw new Error('signed out');
   }
   return response;
@@ -82,7 +87,9 @@ async function logIn(event) {
     body: JSON.stringify({ username, password }),
   }).catch(() => null);
   if (!response?.ok) {
-    error.textContent = response ? await messageOf(response, 'The login failed.') : 'The gateway cannot be reached.';
+    // A 401 here is this form's own answer, not the API's "log in to carry out this action".
+    if (!response) error.textContent = 'The gateway cannot be reached.';
+    else error.textContent = response.status === 401 ? WRONG_CREDENTIALS : await messageOf(response, 'The login failed. Please retry.');
     error.hidden = false;
     return;
   }
@@ -105,9 +112,11 @@ async function showAccount() {
 
 const day = (iso) => (iso ? new Date(iso).toLocaleDateString() : '—');
 
-function cell(row, text) {
+/** A cell; `heading` labels it where a phone shows each key as a card (account.css). */
+function cell(row, text, heading) {
   const td = document.createElement('td');
   td.textContent = text;
+  if (heading) td.dataset.label = heading;
   row.append(td);
   return td;
 }
@@ -120,11 +129,11 @@ async function showKeys() {
   for (const key of apiKeys) {
     const row = document.createElement('tr');
     const label = key.label ?? key.id;
-    cell(row, label);
-    cell(row, day(key.createdAt));
-    cell(row, key.expiresAt && Date.parse(key.expiresAt) < Date.now() ? `expired ${day(key.expiresAt)}` : day(key.expiresAt));
-    cell(row, key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never');
-    cell(row, key.scope.readOnly ? 'read only' : 'full');
+    cell(row, label, 'Label');
+    cell(row, day(key.createdAt), 'Created');
+    cell(row, key.expiresAt && Date.parse(key.expiresAt) < Date.now() ? `expired ${day(key.expiresAt)}` : day(key.expiresAt), 'Expires');
+    cell(row, key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never', 'Last used');
+    cell(row, key.scope.readOnly ? 'read only' : 'full', 'Access');
     const actions = cell(row, '');
     if (key.managedBy === 'user') {
       const revoke = document.createElement('button');

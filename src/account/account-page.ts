@@ -4,7 +4,13 @@
 // memory only; this module only hands out the files.
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
-import { ACCOUNT_PAGE_PATH, ACCOUNT_PAGE_SCRIPT_PATH, ACCOUNT_PAGE_SLASH_PATH, ACCOUNT_PAGE_STYLES_PATH } from '../http/gateway-paths.js';
+import {
+  ACCOUNT_PAGE_ICON_PATH,
+  ACCOUNT_PAGE_PATH,
+  ACCOUNT_PAGE_SCRIPT_PATH,
+  ACCOUNT_PAGE_SLASH_PATH,
+  ACCOUNT_PAGE_STYLES_PATH,
+} from '../http/gateway-paths.js';
 
 /** `public/account/` of the package: two levels up from both src/account/ and dist/account/. */
 const PAGE_DIR = new URL('../../public/account/', import.meta.url);
@@ -13,6 +19,7 @@ const FILES = [
   { path: ACCOUNT_PAGE_PATH, file: 'index.html', type: 'text/html; charset=utf-8' },
   { path: ACCOUNT_PAGE_STYLES_PATH, file: 'account.css', type: 'text/css; charset=utf-8' },
   { path: ACCOUNT_PAGE_SCRIPT_PATH, file: 'account.js', type: 'text/javascript; charset=utf-8' },
+  { path: ACCOUNT_PAGE_ICON_PATH, file: 'favicon.svg', type: 'image/svg+xml' },
 ] as const;
 
 export const ACCOUNT_PAGE_CSP = [

@@ -27,11 +27,13 @@ export const ACCOUNT_API_KEY_PATH = '/api/v1/account/api-keys/:id';
 export const ACCOUNT_SESSIONS_PATH = '/api/v1/account/sessions';
 export const ACCOUNT_SESSION_PATH = '/api/v1/account/sessions/:id';
 
-/** The account page and its two files (account/account-page.ts); `/account/` redirects to the page. */
+/** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
 export const ACCOUNT_PAGE_SLASH_PATH = '/account/';
 export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
+/** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
+export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
 
 /** Spec 4.3: where the status of an asynchronous request is polled; the spec shows both forms. */
 export const REQUEST_STATUS_PREFIX = '/api/v1/requests/';
@@ -67,6 +69,7 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,
   ACCOUNT_PAGE_SCRIPT_PATH,
+  ACCOUNT_PAGE_ICON_PATH,
   REQUEST_STATUS_PATH,
   SHORT_REQUEST_STATUS_PATH,
 ];
