@@ -69,6 +69,7 @@ const CHAR: readonly string[] = Array.from({ length: 128 }, (_, v) => String.fro
 const PARAMETERS = 'parameters (;) in path';
 /** A backend that decodes twice reads `%2561dmin` as `admin`. */
 const DOUBLE_ENCODING = 'double percent-encoding in path';
+const ESCAPED_ESCAPE = /%25[0-9A-Fa-f]{2}/;
 /** Lenient decoders read overlong forms (`%C0%AE` is `.`) and guess at invalid bytes. */
 const NOT_UTF8 = 'percent-encoded bytes in path are not UTF-8';
 /** IIS and Windows file systems drop trailing dots and spaces: `/admin.` is `/admin`. */
@@ -262,6 +263,8 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
   if (utf8 !== 0) ambiguity ??= NOT_UTF8;
 
   const canonical = out === undefined ? p : out + p.slice(from);
+  // `%25%36%31` decodes to `%2561`, which the scan above could not see: `admin` to a backend that decodes twice.
+  if (out !== undefined && ESCAPED_ESCAPE.test(canonical)) ambiguity ??= DOUBLE_ENCODING;
   const path = dotSegments ? resolveDotSegments(canonical) : canonical;
   return { path, query, encodedSlash, dotSegments, rawPath: canonical, ambiguity, nonAscii };
 }

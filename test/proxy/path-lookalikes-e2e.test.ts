@@ -54,6 +54,7 @@ describe('paths a lenient backend reads as another, refused before any upstream'
     ['/public/%EF%BC%852e%EF%BC%852e/private/x', LOOKALIKE],
     ['/site/admin%EF%BC%8Fusers', LOOKALIKE],
     ['/site/%EF%BD%81dmin/users', 'path reads as another route'],
+    ['/site/%25%36%31dmin/users', 'double percent-encoding in path'],
   ])('%s', async (path, reason) => {
     const before = backend.connections;
     const plain = await rawRequest(gw.url, [`GET ${path} HTTP/1.1`]);

@@ -24,6 +24,11 @@ describe('ambiguous paths', () => {
     ['/%2561dmin', DOUBLE],
     ['/a%252e%252e/b', DOUBLE],
     ['/a%25aa', DOUBLE],
+    // The escaped escape spelled with escapes of its own: `%2561` only once they are decoded.
+    ['/%25%36%31dmin', DOUBLE],
+    ['/%25%361dmin', DOUBLE],
+    ['/%256%31dmin', DOUBLE],
+    ['/a/%25%32%65%25%32%65/b', DOUBLE],
     ['/%c0%ae%c0%ae/admin', NOT_UTF8],
     ['/%C1%81', NOT_UTF8],
     ['/%e0%80%ae', NOT_UTF8],
