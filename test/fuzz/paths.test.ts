@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isGatehouseError } from '../../src/core/errors.js';
+import { lenientReading } from '../../src/routing/lenient-path.js';
 import { normalizeRequestTarget, type RequestTarget } from '../../src/routing/request-target.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
 import { expectDiagnoses, expectNoServerErrors, failOnCrashes, fuzz, fuzzBench, fuzzTimeout } from './support.js';
@@ -38,6 +39,14 @@ const PIECES = [
   '%61%62',
   '%C3%A9',
   '%c3%a9',
+  // Unicode look-alikes a backend folds into `/`, `\`, `.` or `%` (NFKC, best-fit), and a fullwidth letter.
+  '%EF%BC%8F',
+  '%e2%88%95',
+  '%EF%BC%BC',
+  '%EF%BC%8E',
+  '%E2%80%A4',
+  '%EF%BC%85',
+  '%EF%BD%93',
   '"',
   '<',
   '{',
@@ -70,8 +79,20 @@ const piece = fc.oneof({ weight: 12, arbitrary: fc.constantFrom(...PIECES) }, { 
 const pathTrick = fc
   .tuple(
     fc.constantFrom('/public', '/svc', '/PUBLIC', ''),
-    fc.constantFrom('/..', '/%2e%2e', '/.%2E', '/./..', '//..', '/x/../..', '/..;', '/..%2f'),
-    fc.constantFrom('/public', '/svc', '/api/v1/auth', ''),
+    fc.constantFrom(
+      '/..',
+      '/%2e%2e',
+      '/.%2E',
+      '/./..',
+      '//..',
+      '/x/../..',
+      '/..;',
+      '/..%2f',
+      '/x%EF%BC%8F..%EF%BC%8F..',
+      '/%EF%BC%8E%EF%BC%8E',
+      '/..%E2%88%95..',
+    ),
+    fc.constantFrom('/public', '/svc', '/%EF%BD%93vc', '/api/v1/auth', ''),
     fc.array(piece, { maxLength: 3 }),
   )
   .map(([from, up, to, rest]) => `${from}${up}${to}${rest.join('')}`);
@@ -200,6 +221,8 @@ async function expectThroughProxy(raw: string): Promise<void> {
     expect(under(expected!.path, '/public')).toBe(true);
     // …and the client named /public too: a `..` never leads from another route into it.
     expect(under(expected!.rawPath, '/public')).toBe(true);
+    // …and a backend that decodes and folds look-alikes (`／` is `/`, `ｓ` is `s`) reads it under /public as well.
+    expect(under(lenientReading(expected!.path), '/public')).toBe(true);
   } else {
     expect(seen).toHaveLength(0);
     expectDiagnoses({ status, headers, body: Buffer.from(body, 'utf8') }, [400, 401, 404]);
@@ -210,7 +233,8 @@ async function expectThroughProxy(raw: string): Promise<void> {
       under(expected.path, '/public') &&
       under(expected.rawPath, '/public') &&
       !expected.encodedSlash &&
-      expected.ambiguity === undefined
+      expected.ambiguity === undefined &&
+      under(lenientReading(expected.path), '/public')
     ) {
       expect(status, body).toBe(400);
       expect(body).toContain('the request is not valid HTTP/1.1');
