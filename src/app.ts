@@ -25,10 +25,12 @@ import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { errorHandler } from './http/error-handler.js';
 import { adminListener } from './server/admin-listener.js';
+import { FrontDoor } from './server/front-door.js';
 import { publicListener } from './server/public-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
+import { AbuseGuard } from './limits/abuse-guard.js';
 import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
@@ -113,7 +115,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const ownStore = !options.store;
   const metrics = new Metrics({ version: GATEHOUSE_VERSION });
   const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
-  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing);
+  // Addresses that keep sending refused work: their logins wait behind clean addresses', floods are refused at the head.
+  const abuse = new AbuseGuard();
+  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing, (address) => abuse.isSuspect(address));
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
@@ -132,6 +136,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
   const mode = await createIdentityMode({
+    attempts: abuse,
     config,
     store,
     keys,
@@ -176,6 +181,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     headers,
     clientAddress,
     limits: new RouteLimits(limiters, metrics),
+    abuse,
     authorization: new RouteAuthorization(identity),
   });
   const drain = new Drain();
@@ -208,13 +214,17 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const websockets = new WebSocketProxy({ admission, holdings, headers, clientAddress, logger, lookup, telemetry });
   let gatewayCors = config.cors;
   const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors);
+  const front = new FrontDoor({ abuse, hashing: passwordHashing, bearer, clientAddress, hashingRetryAfterS: config.limits.passwordHashing.retryAfterS });
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors, front);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,
     refusedConnections: () => refusedConnections(app.server),
   });
-  passwordHashing.on('refused', () => metrics.throttled.inc({ limit: 'password_hashing' }));
+  passwordHashing.on('refused', (address) => {
+    metrics.throttled.inc({ limit: 'password_hashing' });
+    abuse.strike(address);
+  });
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clientAddress });
@@ -310,6 +320,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await admin?.close();
       holdings.close();
       reconciler.close();
+      abuse.close();
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();

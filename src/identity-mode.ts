@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { AuthService, type Authentication } from './auth/auth-service.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
-import { LoginAudit } from './auth/login-audit.js';
+import { LoginAudit, type AttemptRecord } from './auth/login-audit.js';
 import type { Config } from './config/schema.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider } from './identity/local-provider.js';
@@ -35,6 +35,8 @@ export interface IdentityModeDeps {
   metrics: Metrics;
   /** How local passwords are checked (the hashing queue, the store's API keys); unused by a fronted provider. */
   passwords: PasswordCheckOptions;
+  /** Told of refused and admitted logins and refreshes by address (limits/abuse-guard.ts). */
+  attempts?: AttemptRecord;
 }
 
 export interface IdentityMode {
@@ -51,7 +53,7 @@ export interface IdentityMode {
 export async function createIdentityMode(deps: IdentityModeDeps): Promise<IdentityMode> {
   const { config, store, keys, limiters, logger, metrics } = deps;
   const throttle = new LoginThrottle(config.limits.login, limiters);
-  const audit = new LoginAudit(logger, metrics);
+  const audit = new LoginAudit(logger, metrics, deps.attempts);
   const maxEntries = config.tokens.cacheMaxEntries;
   const settings = config.identity;
 

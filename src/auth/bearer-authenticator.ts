@@ -114,6 +114,22 @@ export class BearerAuthenticator {
     return flight;
   }
 
+  /**
+   * Whether the request's bearer token was admitted before and still is, from
+   * memory only (no first check, no count): the front door lets such a request
+   * through from an address it refuses otherwise (server/front-door.ts).
+   */
+  admitsFromMemory(headers: IncomingHttpHeaders): boolean {
+    let token: string;
+    try {
+      token = bearerToken(headers);
+    } catch {
+      return false;
+    }
+    const cached = this.#cache.get(token);
+    return cached !== undefined && this.#identity.isActive(cached);
+  }
+
   /** The request's bearer token (RFC 6750 2.1); a missing or malformed header is refused and counted like any refusal. */
   presented(headers: IncomingHttpHeaders): string {
     try {

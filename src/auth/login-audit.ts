@@ -29,16 +29,27 @@ const MESSAGES: Record<AuditOutcome, (method: LoginMethod) => string> = {
   lockout: () => 'throttling started: too many failures',
 };
 
+/** Told of every refused and every admitted attempt, by client address (limits/abuse-guard.ts). */
+export interface AttemptRecord {
+  strike(address: string): void;
+  cleared(address: string): void;
+}
+
 export class LoginAudit {
   readonly #logger: Logger;
   readonly #metrics: Metrics | undefined;
+  readonly #attempts: AttemptRecord | undefined;
 
-  constructor(logger: Logger, metrics?: Metrics) {
+  constructor(logger: Logger, metrics?: Metrics, attempts?: AttemptRecord) {
     this.#logger = logger.child({ component: 'audit' });
     this.#metrics = metrics;
+    this.#attempts = attempts;
   }
 
   record(outcome: AuditOutcome, facts: AuditFacts): void {
+    // A lockout follows a failure already counted.
+    if (outcome === 'success') this.#attempts?.cleared(facts.address);
+    else if (outcome !== 'lockout') this.#attempts?.strike(facts.address);
     this.#metrics?.loginEvents.inc({ method: facts.method, outcome });
     if (outcome === 'throttled') this.#metrics?.throttled.inc({ limit: facts.method === 'refresh' ? 'refresh' : 'login' });
     const level = outcome === 'success' ? 'info' : 'warn';

@@ -16,6 +16,7 @@ import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.j
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
+import { ScryptDurations, standInWait } from './scrypt-stand-in.js';
 import type { PasswordCheckOptions } from './password-check-options.js';
 import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UsersFileData } from './users-file.js';
 import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
@@ -37,8 +38,11 @@ export interface LocalIdentityEvents {
 export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
   readonly #file: string;
   readonly #logger: Logger;
-  /** Verified in place of a missing user's hash, so an unknown name costs one scrypt like a wrong password. */
+  /** Verified in place of a missing user's hash now and then (scrypt-stand-in.ts), so the stand-in's durations stay a real scrypt's. */
   readonly #dummyHash: string;
+  /** The stand-in hash's parameters: checks at this cost time the stand-in of an unknown name. */
+  readonly #dummyCost: string;
+  readonly #durations: ScryptDurations;
   /** Compared in place of a missing API key's digest: the digest of a random secret nobody holds. */
   readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
   readonly #passwords: Required<Pick<PasswordCheckOptions, 'verifyPassword'>> & PasswordCheckOptions;
@@ -56,12 +60,14 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   #readsStarted = 0;
   #readApplied = 0;
 
-  private constructor(file: string, logger: Logger, dummyHash: string, data: UsersFileData, passwords: PasswordCheckOptions) {
+  private constructor(file: string, logger: Logger, dummy: { hash: string; ms: number }, data: UsersFileData, passwords: PasswordCheckOptions) {
     super();
     this.#passwords = { verifyPassword, ...passwords };
     this.#file = file;
     this.#logger = logger;
-    this.#dummyHash = dummyHash;
+    this.#dummyHash = dummy.hash;
+    this.#dummyCost = costOf(dummy.hash);
+    this.#durations = new ScryptDurations(dummy.ms);
     this.#snapshot = buildSnapshot(data);
     this.#changed = new Listeners<void>('identities changed', logger);
   }
@@ -69,11 +75,12 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
   static async open(config: LocalIdentityConfig, logger: Logger, passwords: PasswordCheckOptions = {}): Promise<LocalIdentityProvider> {
     const log = logger.child({ component: 'identity', usersFile: config.usersFile });
-    const [data, dummyHash] = await Promise.all([
+    const started = performance.now();
+    const [data, dummy] = await Promise.all([
       readUsersFile(config.usersFile),
-      hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS),
+      hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS).then((hash) => ({ hash, ms: performance.now() - started })),
     ]);
-    const provider = new LocalIdentityProvider(config.usersFile, log, dummyHash, data, passwords);
+    const provider = new LocalIdentityProvider(config.usersFile, log, dummy, data, passwords);
     const users = provider.#snapshot.byName.size;
     if (users === 0) log.warn('the users file holds no users (or does not exist): nobody can log in');
     else log.info({ users }, 'users file loaded');
@@ -84,10 +91,11 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   /**
    * Every login does the same work until it succeeds: one digest comparison
    * (against a digest nothing matches when the secret names no key) and,
-   * unless it is a valid API key of this user, one scrypt. So an API key with
-   * an existing key id and a wrong secret costs what an unknown key id, an
-   * unknown user or a wrong password costs, and no answer's timing tells
-   * which key ids or users exist.
+   * unless it is a valid API key of this user, one scrypt, or for an unknown
+   * username a wait as long as one in the same queue turn (scrypt-stand-in.ts).
+   * So an API key with an existing key id and a wrong secret takes what an
+   * unknown key id, an unknown user or a wrong password takes, and no answer's
+   * timing tells which key ids or users exist.
    */
   async authenticate(username: string, secret: string, options: AuthenticateOptions = {}): Promise<Identity | null> {
     const snapshot = this.#snapshot;
@@ -242,10 +250,11 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
 
   async #authenticateWithPassword(username: string, password: string, snapshot: Snapshot, clientAddress: string): Promise<Identity | null> {
     const user = snapshot.byName.get(username);
-    // Always one scrypt, even for an unknown or disabled user: no timing tells them apart.
-    const encoded = user?.record.passwordHash ?? this.#dummyHash;
-    const { hashing, verifyPassword: verify } = this.#passwords;
-    const matches = await (hashing ? hashing.run(clientAddress, () => verify(password, encoded)) : verify(password, encoded));
+    // One scrypt for a known user, even a disabled one; for an unknown name a
+    // wait as long, in the same queue turn: no timing tells them apart.
+    const check = user ? () => this.#verify(password, user.record.passwordHash) : () => this.#standIn(password);
+    const hashing = this.#passwords.hashing;
+    const matches = await (hashing ? hashing.run(clientAddress, check) : check());
     if (!user || !matches) {
       this.#logger.debug({ ...(user && { sub: user.record.id }) }, 'password login refused');
       return null;
@@ -259,6 +268,21 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return { sub: user.record.id, username: user.username, method: 'pwd', roles: current.record.roles ?? [], groups: current.record.groups ?? [] };
   }
 
+  /** A real check; one at the stand-in hash's cost tells the stand-in how long a check takes now. */
+  async #verify(password: string, encoded: string): Promise<boolean> {
+    const started = performance.now();
+    const matches = await this.#passwords.verifyPassword(password, encoded);
+    if (costOf(encoded) === this.#dummyCost) this.#durations.observe(performance.now() - started);
+    return matches;
+  }
+
+  /** An unknown name's check: mostly a wait, now and then a real scrypt against the stand-in hash. Never a match. */
+  async #standIn(password: string): Promise<false> {
+    if (this.#durations.sampleNow()) await this.#verify(password, this.#dummyHash);
+    else await standInWait(this.#durations.draw());
+    return false;
+  }
+
   #watch(): void {
     this.#fileWatch = watchFile(
       this.#file,
@@ -270,3 +294,6 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     );
   }
 }
+
+/** The parameters part of an encoded hash (`scrypt$ln=15,r=8,p=1`): what a check against it costs. */
+const costOf = (encoded: string) => encoded.slice(0, encoded.indexOf('$', encoded.indexOf('$') + 1));

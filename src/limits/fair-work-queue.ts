@@ -10,6 +10,14 @@
 // address's login by at most the one task already running. Past the bounds the caller is refused at once (with Retry-After)
 // rather than parked for ever: a full address queue is that address's doing
 // (429), a full total queue is the gateway's state (503).
+//
+// Two lanes: addresses the caller calls suspects (abuse-guard.ts: they keep
+// sending refused work) wait in a lane of their own, served only when no clean
+// address waits, with its own `maxQueue`. A flood from many addresses then
+// fills the suspects' lane, not the room a clean address's login needs, and
+// the login waits for the task running now, not for the flood's turns. The
+// lane depends on the address only, never on the username: a known and an
+// unknown user from one address wait alike.
 import { EventEmitter } from 'node:events';
 import { gatehouseError } from '../core/errors.js';
 
@@ -33,18 +41,26 @@ export interface FairWorkQueueEvents {
   refused: [address: string];
 }
 
+/** One lane's waiting tasks by address (the Map's order is the round-robin order) and their count. */
+interface Lane {
+  waiting: Map<string, Waiter[]>;
+  queued: number;
+}
+
 export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   readonly #limits: FairWorkQueueLimits;
-  /** Waiting tasks by address; the Map's order is the round-robin order. */
-  readonly #waiting = new Map<string, Waiter[]>();
+  readonly #clean: Lane = { waiting: new Map(), queued: 0 };
+  readonly #suspects: Lane = { waiting: new Map(), queued: 0 };
+  readonly #isSuspect: (address: string) => boolean;
   /** Running tasks by address (only addresses with one or more). */
   readonly #runningBy = new Map<string, number>();
-  #queued = 0;
   #running = 0;
 
-  constructor(limits: FairWorkQueueLimits) {
+  /** `isSuspect`: whether an address's tasks wait in the suspects' lane (absent: one lane for all). */
+  constructor(limits: FairWorkQueueLimits, isSuspect: (address: string) => boolean = () => false) {
     super();
     this.#limits = limits;
+    this.#isSuspect = isSuspect;
   }
 
   get running(): number {
@@ -52,7 +68,19 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   }
 
   get queued(): number {
-    return this.#queued;
+    return this.#clean.queued + this.#suspects.queued;
+  }
+
+  /**
+   * Whether a task from `address`, a suspect, would be refused now: the
+   * public listener then answers from the request head, before the body is
+   * parsed. Clean addresses are never refused this early (a valid API key
+   * needs no hashing at all).
+   */
+  refusesSuspect(address: string): boolean {
+    if (this.#running < this.#limits.concurrency || !this.#isSuspect(address)) return false;
+    const waiters = this.#suspects.waiting.get(address) ?? this.#clean.waiting.get(address);
+    return (waiters?.length ?? 0) >= this.#limits.maxQueuePerAddress || this.#suspects.queued >= this.#limits.maxQueue;
   }
 
   /** Runs `work` when a slot is free and it is `address`'s turn; throws at once when the queue is full. */
@@ -73,20 +101,26 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
 
   #wait(address: string): Promise<void> {
     const { maxQueue, maxQueuePerAddress, retryAfterS } = this.#limits;
-    const waiters = this.#waiting.get(address);
+    // An address already waiting stays in its lane: its tasks keep their order.
+    const lane = this.#clean.waiting.has(address)
+      ? this.#clean
+      : this.#suspects.waiting.has(address) || this.#isSuspect(address)
+        ? this.#suspects
+        : this.#clean;
+    const waiters = lane.waiting.get(address);
     const headers = { 'retry-after': String(retryAfterS) };
     if ((waiters?.length ?? 0) >= maxQueuePerAddress) {
       this.emit('refused', address);
       throw gatehouseError('login_queue_full_for_address', { headers });
     }
-    if (this.#queued >= maxQueue) {
+    if (lane.queued >= maxQueue) {
       this.emit('refused', address);
       throw gatehouseError('login_queue_full', { headers });
     }
-    this.#queued += 1;
+    lane.queued += 1;
     const turn = new Promise<void>((resolve) => {
       if (waiters) waiters.push(resolve);
-      else this.#waiting.set(address, [resolve]);
+      else lane.waiting.set(address, [resolve]);
     });
     this.emit('queued', address);
     return turn;
@@ -94,26 +128,28 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
 
   /** Hands the finished task's slot to the address whose turn it is, or frees it. */
   #next(): void {
-    const address = this.#nextAddress();
+    // Suspects go only when no clean address waits.
+    const lane = this.#clean.queued > 0 ? this.#clean : this.#suspects;
+    const address = this.#nextAddress(lane);
     if (address === undefined) {
       this.#running -= 1;
       return;
     }
-    const waiters = this.#waiting.get(address)!;
+    const waiters = lane.waiting.get(address)!;
     const resume = waiters.shift()!;
     // To the back of the round: every other waiting address goes first.
-    this.#waiting.delete(address);
-    if (waiters.length > 0) this.#waiting.set(address, waiters);
-    this.#queued -= 1;
+    lane.waiting.delete(address);
+    if (waiters.length > 0) lane.waiting.set(address, waiters);
+    lane.queued -= 1;
     resume();
   }
 
-  /** The waiting address with the fewest tasks running; among equals, the first in the round. */
-  #nextAddress(): string | undefined {
+  /** The lane's waiting address with the fewest tasks running; among equals, the first in the round. */
+  #nextAddress(lane: Lane): string | undefined {
     let chosen: string | undefined;
     let fewest = Infinity;
     // At most maxQueue addresses wait, so the scan is bounded.
-    for (const address of this.#waiting.keys()) {
+    for (const address of lane.waiting.keys()) {
       const running = this.#runningBy.get(address) ?? 0;
       if (running < fewest) {
         chosen = address;

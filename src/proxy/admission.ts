@@ -13,7 +13,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { RouteGuard } from './plug-ins.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
-import { gatehouseError } from '../core/errors.js';
+import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { isGatewayPath } from '../http/gateway-paths.js';
 import type { ProxyRoutes } from './proxy-routes.js';
@@ -32,6 +32,8 @@ export interface AdmissionOptions {
   limits?: RouteLimits;
   /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
   authorization?: RouteGuard;
+  /** Told of each token a first check refused, by client address (limits/abuse-guard.ts); cached tokens never reach it. */
+  abuse?: { strike(address: string): void };
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -52,8 +54,10 @@ export class Admission {
   readonly #clientAddress: ClientAddress;
   readonly #limits: RouteLimits | undefined;
   readonly #authorization: RouteGuard | undefined;
+  readonly #abuse: AdmissionOptions['abuse'];
 
   constructor(options: AdmissionOptions) {
+    this.#abuse = options.abuse;
     this.#limits = options.limits;
     this.#authorization = options.authorization;
     this.#routes = options.routes;
@@ -95,11 +99,17 @@ export class Admission {
       this.#authorization?.check(route, method, checked);
       return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
     }
-    return checked.then((principal) => {
-      record.principal = principal;
-      this.#authorization?.check(route, method, principal);
-      return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
-    });
+    return checked.then(
+      (principal) => {
+        record.principal = principal;
+        this.#authorization?.check(route, method, principal);
+        return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
+      },
+      (error: unknown) => {
+        if (this.#abuse && isGatehouseError(error) && error.code === 'invalid_bearer_token') this.#abuse.strike(this.#clientAddress.of(req));
+        throw error;
+      },
+    );
   }
 
   /** Whether the route's rule (or a read-only key) still lets `principal` use `method`: open tunnels ask again when users change. */

@@ -18,6 +18,7 @@ import { requestId } from '../observability/request-id.js';
 import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } from '../observability/request-telemetry.js';
 import { traceOf } from '../observability/trace-context.js';
 import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
+import type { FrontDoor } from './front-door.js';
 import { recordRoutes } from './route-record.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -41,6 +42,7 @@ export function publicListener(
   telemetry: RequestTelemetry,
   clientAddress: ClientAddress,
   cors?: CorsPolicy,
+  front?: FrontDoor,
 ): FastifyInstance {
   const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs, lingeringClose: lingering } = config.server;
   const app = Fastify({
@@ -54,9 +56,11 @@ export function publicListener(
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
         if (isGatewayPath(req.url ?? '/')) {
+          // Refusals from the request head (server/front-door.ts); proxied requests ask only while some address is refused.
+          if (front?.refuses(req, res) === true) return;
           armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
           fastify(req, res);
-        } else proxy(req, res);
+        } else if (front?.active !== true || !front.refuses(req, res)) proxy(req, res);
       });
       // Fastify sets this only on servers it creates itself.
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;

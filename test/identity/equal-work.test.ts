@@ -12,6 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import * as apiKeys from '../../src/identity/api-keys.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
 import * as passwords from '../../src/identity/passwords.js';
+import * as standIn from '../../src/identity/scrypt-stand-in.js';
 import { emptyUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 import { addApiKey, addUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { logSink } from '../helpers/log-sink.js';
@@ -20,6 +21,11 @@ vi.mock('../../src/identity/passwords.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/identity/passwords.js')>();
   return { ...real, verifyPassword: vi.fn(real.verifyPassword) };
 });
+// An unknown username waits as long as a default-cost scrypt instead of computing one (scrypt-stand-in.ts).
+vi.mock('../../src/identity/scrypt-stand-in.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/identity/scrypt-stand-in.js')>();
+  return { ...real, standInWait: vi.fn(real.standInWait) };
+});
 vi.mock('../../src/identity/api-keys.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../../src/identity/api-keys.js')>();
   return { ...real, apiKeySecretMatches: vi.fn(real.apiKeySecretMatches) };
@@ -27,6 +33,7 @@ vi.mock('../../src/identity/api-keys.js', async (importOriginal) => {
 
 const verifyPassword = vi.mocked(passwords.verifyPassword);
 const apiKeySecretMatches = vi.mocked(apiKeys.apiKeySecretMatches);
+const standInWait = vi.mocked(standIn.standInWait);
 
 let dir: string;
 let provider: LocalIdentityProvider;
@@ -53,17 +60,25 @@ afterAll(async () => {
 beforeEach(() => {
   verifyPassword.mockClear();
   apiKeySecretMatches.mockClear();
+  standInWait.mockClear();
 });
 
 const randomSecret = () => randomBytes(32).toString('base64url');
 
-/** The work one login did: how many scrypt verifications at which cost, how many digest comparisons. */
+/**
+ * The work one login did: the scrypt verifications, each at its cost, and the
+ * stand-ins of an unknown username, which take a default-cost check's time
+ * (they are listed as one); how many digest comparisons.
+ */
 async function workOf(username: string, secret: string): Promise<{ accepted: boolean; scrypt: string[]; digests: number }> {
   const accepted = (await provider.authenticate(username, secret)) !== null;
   return {
     accepted,
     // The parameters of each hash verified against: the cost of that scrypt.
-    scrypt: verifyPassword.mock.calls.map(([, encoded]) => encoded.slice(0, encoded.indexOf('$', 'scrypt$'.length))),
+    scrypt: [
+      ...verifyPassword.mock.calls.map(([, encoded]) => encoded.slice(0, encoded.indexOf('$', 'scrypt$'.length))),
+      ...standInWait.mock.calls.map(() => 'scrypt$ln=15,r=8,p=1'),
+    ],
     digests: apiKeySecretMatches.mock.calls.length,
   };
 }

@@ -1,0 +1,129 @@
+// Issue 22, item 1: floods of unauthenticated work from many addresses must
+// not deny a real user's login, nor the traffic of tokens admitted before.
+// Hashing here is a gate the test holds (as in password-hashing-flood.test.ts):
+// the order in which held checks are let through shows whose turn it was.
+import { EventEmitter } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyPassword } from '../../src/identity/passwords.js';
+import { nextEvent } from '../helpers/events.js';
+import { postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
+
+const ALICE_HOME = '198.51.100.7';
+
+interface HeldCheck {
+  password: string;
+  release(): void;
+}
+
+class HashingGate extends EventEmitter<{ entered: [HeldCheck] }> {
+  readonly held: HeldCheck[] = [];
+
+  readonly verify = async (password: string, encoded: string): Promise<boolean> => {
+    let release!: () => void;
+    const opened = new Promise<void>((resolve) => (release = resolve));
+    const check = { password, release };
+    this.held.push(check);
+    this.emit('entered', check);
+    await opened;
+    return verifyPassword(password, encoded);
+  };
+}
+
+let upstream: Upstream;
+let gw: TestGateway;
+const gate = new HashingGate();
+
+beforeAll(async () => {
+  upstream = await startUpstream();
+  gw = await startTestGateway({
+    verifyPassword: gate.verify,
+    config: {
+      // Loopback is the "proxy" in front: each test client names its address in X-Forwarded-For.
+      server: { trustedProxies: ['127.0.0.1'] },
+      limits: { passwordHashing: { concurrency: 1, maxQueue: 3, maxQueuePerAddress: 1 } },
+      routes: [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }],
+    },
+  });
+});
+afterAll(async () => {
+  for (const check of gate.held) check.release();
+  await gw?.close();
+  await upstream?.close();
+});
+
+const from = (address: string) => ({ 'x-forwarded-for': address });
+const loginFrom = (address: string, username: string, password: string) => postJson(`${gw.url}/api/v1/auth/login`, { username, password }, from(address));
+
+/** Three refused refreshes (400: not even a token): the address becomes a suspect (limits/abuse-guard.ts) without any hashing. */
+async function makeSuspect(address: string): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    const refused = await postJson(`${gw.url}/api/v1/auth/refresh`, { refresh_token: `garbage-${i}` }, from(address));
+    expect(refused.status).toBe(400);
+  }
+}
+
+describe('issue 22: floods of unauthenticated work', () => {
+  it("a clean address's login goes ahead of a flood's queued logins; a suspect's login is refused from its head when the suspects' lane is full", async () => {
+    const suspects = ['203.0.113.1', '203.0.113.2', '203.0.113.3', '203.0.113.4', '203.0.113.5'];
+    for (const address of suspects) await makeSuspect(address);
+
+    // One suspect's check runs (held); three more fill the suspects' lane.
+    const firstEntered = nextEvent<[HeldCheck]>(gate, 'entered');
+    const flood = [loginFrom(suspects[0]!, 'bob', 'guess-0')];
+    const [running] = await firstEntered;
+    for (const address of suspects.slice(1, 4)) {
+      const queued = nextEvent<[string]>(gw.gateway.passwordHashing, 'queued', (a) => a === address);
+      flood.push(loginFrom(address, 'bob', 'guess'));
+      await queued;
+    }
+    // The fifth suspect is refused from the request head: the queue's own 503.
+    const overflow = await loginFrom(suspects[4]!, 'bob', 'guess');
+    expect(overflow.status).toBe(503);
+    expect(overflow.headers.get('retry-after')).toBe('1');
+
+    // Alice, from a clean address, is queued all the same, and goes next.
+    const aliceQueued = nextEvent<[string]>(gw.gateway.passwordHashing, 'queued', (a) => a === ALICE_HOME);
+    const aliceLogin = loginFrom(ALICE_HOME, 'alice', 'alice-password-1');
+    await aliceQueued;
+    const aliceCheck = nextEvent<[HeldCheck]>(gate, 'entered');
+    running!.release();
+    let [check] = await aliceCheck;
+    expect(check.password).toBe('alice-password-1');
+    // Then the suspects' queued checks, one at a time.
+    for (let i = 0; i < 3; i++) {
+      const next = nextEvent<[HeldCheck]>(gate, 'entered');
+      check.release();
+      [check] = await next;
+      expect(check.password).toBe('guess');
+    }
+    check.release();
+    expect((await aliceLogin).status).toBe(200);
+    expect((await Promise.all(flood)).map((r) => r.status)).toEqual([401, 401, 401, 401]);
+  });
+
+  it('an address that keeps presenting invalid bearer tokens is refused from the request head, yet its cached token and other addresses pass', async () => {
+    const attacker = '192.0.2.66';
+    const entered = nextEvent<[HeldCheck]>(gate, 'entered');
+    const loggedIn = loginFrom(attacker, 'bob', 'bob-password-1');
+    (await entered)[0].release();
+    const { access_token } = (await (await loggedIn).json()) as TokenSetBody;
+    const get = (address: string, token: string) => fetch(`${gw.url}/orders/1`, { headers: { ...from(address), authorization: `Bearer ${token}` } });
+    expect((await get(attacker, access_token)).status).toBe(200);
+
+    // 200 refused tokens in a row (distinct, so no cache of refusals could answer them).
+    for (let i = 0; i < 200; i++) {
+      const refused = await get(attacker, `${access_token.slice(0, -8)}${String(i).padStart(8, '0')}`);
+      expect(refused.status).toBe(401);
+    }
+    // From now on the address is refused before its request is routed: 429, Retry-After.
+    const refused = await get(attacker, `${access_token.slice(0, -8)}garbageX`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    const login = await loginFrom(attacker, 'bob', 'bob-password-1');
+    expect(login.status).toBe(429);
+    // Its token admitted before still passes (a lookup in the cache); another address's garbage is a plain 401.
+    expect((await get(attacker, access_token)).status).toBe(200);
+    expect((await get('192.0.2.67', 'garbage')).status).toBe(401);
+  }, 120_000);
+});
