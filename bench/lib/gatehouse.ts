@@ -45,6 +45,8 @@ export interface StartOptions {
   distDir?: string;
   /** The identity section in place of the local users file (a fronted OpenID Provider). */
   identity?: Record<string, unknown>;
+  /** Pins the process (its thread pool included) to this CPU with taskset (util-linux). */
+  cpu?: number;
 }
 
 export async function startGatehouse(options: StartOptions): Promise<GatehouseProcess> {
@@ -86,8 +88,11 @@ export async function startGatehouse(options: StartOptions): Promise<GatehousePr
   writeFileSync(file, stringify(config));
   const entry = options.engine ? [ENGINE_LAUNCHER, options.engine, file] : [join(options.distDir ?? 'dist', 'main.js'), 'start', '--config', file];
   // Logs go where production logs go: a file descriptor the process writes to.
+  const command = [process.execPath, ...(options.nodeArgs ?? []), ...entry];
+  // taskset execs the command: the child's pid is Gatehouse's own.
+  if (options.cpu !== undefined) command.unshift('taskset', '-c', String(options.cpu));
   const child = own(
-    spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry], {
+    spawn(command[0]!, command.slice(1), {
       stdio: ['ignore', 'ignore', 'inherit'],
       env: { ...process.env, REDIS_URL: process.env.BENCH_REDIS_URL ?? '', ...options.env },
     }),
