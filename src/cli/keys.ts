@@ -27,7 +27,9 @@ export const KEYS_COMMANDS: CommandGroup<KeysCommandIo> = {
       synopsis: 'rotate',
       summary: 'sign with a new key (old keys keep verifying)',
       details: `  New tokens are signed with a new key of tokens.algorithm; the previous key
-  keeps verifying for tokens.refreshTokenTtlS, then is dropped.`,
+  keeps verifying for tokens.refreshTokenTtlS, then is dropped. With Redis,
+  the running gateway publishes the new key and signs with it only once
+  every other instance trusts it.`,
       run: noArguments(rotate),
     },
     list: { synopsis: 'list', summary: 'list signing keys: kid, algorithm, status, dates (no key material)', run: noArguments(list) },
