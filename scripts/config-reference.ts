@@ -75,6 +75,7 @@ const SHAPE_KEEPING = new Set([
   'int',
   'positive',
   'nonnegative',
+  'meta',
 ]);
 
 function docOf(node: TS.Node): Doc | undefined {
@@ -524,7 +525,12 @@ gatehouse: /etc/gatehouse/gatehouse.yaml: routes[2].name: duplicate route name "
 gatehouse: /etc/gatehouse/gatehouse.yaml: routes[3].prefix: duplicate prefix "/api/v1/orders" (also routes[0])
 gatehouse: /etc/gatehouse/gatehouse.yaml: identity.usersFile (from GATEHOUSE_USERS_FILE): no such file /x/users.yaml (gatehouse users add creates it)
 gatehouse: /etc/gatehouse/gatehouse.yaml: tokens.keysFile: directory /nope does not exist
+gatehouse: /etc/gatehouse/gatehouse.yaml: identity.clientId is required: Gatehouse's client id at the provider, e.g. gatehouse
 \`\`\`
+
+A required field left out says what it is and gives an example value (from
+the field's metadata in the schema), so a config can be written from
+[\`config/minimal.yaml\`](../../config/minimal.yaml) and the error messages alone.
 
 - **The schema**: types, ranges, unknown keys (every object is strict), and
   which environment variable a bad value came from.

@@ -19,6 +19,7 @@ import { authRoutes } from './auth/auth-routes.js';
 import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
+import { issuerPortWarning } from './config-load/issuer-default.js';
 import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
@@ -61,6 +62,7 @@ import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import { canonicalIssuer } from './tokens/issuer.js';
 import { loadKeySet, type KeySet } from './tokens/keyset.js';
+import { NO_SIGNING_KEYS } from './tokens/no-keys.js';
 import { shareKeys } from './tokens/share-keys.js';
 import { wellKnownRoutes } from './tokens/well-known-routes.js';
 
@@ -121,17 +123,22 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
-  const fileKeys = await loadKeySet({
-    file: config.tokens.keysFile,
-    algorithm: config.tokens.algorithm,
-    retainS: config.tokens.refreshTokenTtlS,
-    logger,
-    readOnly: options.readOnlyKeys ?? false,
-    watch: true,
-  });
+  // Only local mode signs tokens: fronting a provider, no keys file is read or created.
+  const keysFile = config.tokens.keysFile;
+  const fileKeys =
+    keysFile === undefined
+      ? undefined
+      : await loadKeySet({
+          file: keysFile,
+          algorithm: config.tokens.algorithm,
+          retainS: config.tokens.refreshTokenTtlS,
+          logger,
+          readOnly: options.readOnlyKeys ?? false,
+          watch: true,
+        });
   // With Redis, every instance's published keys verify (tokens/shared-keyset.ts); disagreements are reported.
-  const sharedKeys = await shareKeys(config, store, fileKeys, logger);
-  const keys: KeySet = sharedKeys ?? fileKeys;
+  const sharedKeys = fileKeys && (await shareKeys(config, store, fileKeys, logger));
+  const keys: KeySet = sharedKeys ?? fileKeys ?? NO_SIGNING_KEYS;
   const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
   const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
@@ -303,6 +310,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
     async listen() {
       const url = await app.listen({ host: config.server.host, port: config.server.port });
+      const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
+      if (issuerWarning) logger.warn(issuerWarning);
       const adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
       logger.info({ url, adminUrl, store: store.kind }, 'gatehouse listening');
       return { url, adminUrl };

@@ -81,8 +81,11 @@ const COMMANDS: Record<string, Command> = {
   users: groupCommand(USERS_COMMANDS, localUsersIo),
   apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
+    const file = configFilePath(config);
+    if (providerOf(file) === 'oidc') throw oidcRefusal(file, 'signing keys');
     const { tokens } = loadConfig(config);
-    return { ...io, keysFile: tokens.keysFile, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
+    // The schema requires it in local mode; oidc was refused above.
+    return { ...io, keysFile: tokens.keysFile!, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
   }),
 };
 
@@ -94,8 +97,7 @@ const COMMANDS: Record<string, Command> = {
  */
 function localUsersIo(io: ProcessIo, config: LoadConfigOptions): CliIo {
   const file = configFilePath(config);
-  const identity = (readConfigFile(file) as { identity?: { provider?: unknown } } | null)?.identity;
-  if (identity?.provider === 'oidc') throw oidcRefusal(file);
+  if (providerOf(file) === 'oidc') throw oidcRefusal(file);
   const { identity: checked, store, authorization } = loadConfig(config);
   return { ...io, usersFile: usersFileOf(checked, file), store, declared: authorization };
 }
@@ -106,7 +108,18 @@ function usersFileOf(identity: IdentityConfig, file: string): string {
   throw oidcRefusal(file);
 }
 
-function oidcRefusal(file: string): ConfigError {
+/** The file's `identity.provider` as written, read before the config is judged as a whole. */
+function providerOf(file: string): unknown {
+  return (readConfigFile(file) as { identity?: { provider?: unknown } } | null)?.identity?.provider;
+}
+
+function oidcRefusal(file: string, what: 'users' | 'signing keys' = 'users'): ConfigError {
+  if (what === 'signing keys') {
+    return new ConfigError(file, [
+      'identity.provider: oidc: the OpenID Provider signs the tokens with its own keys; ' +
+        'Gatehouse holds no signing keys in this mode (the keys commands need identity.provider: local)',
+    ]);
+  }
   return new ConfigError(file, [
     'identity.provider: oidc: users and API keys live at the OpenID Provider and are managed there; ' +
       'the users and apikeys commands work on a local users file (identity.provider: local)',

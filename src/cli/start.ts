@@ -31,7 +31,8 @@ export async function runStart(config: Config, configFile: string): Promise<void
   if (workers > 1 && cluster.isPrimary) {
     const logger = createLogger(config).child({ role: 'primary' });
     const { keysFile: file, algorithm, refreshTokenTtlS: retainS } = config.tokens;
-    await prepareKeysFile({ file, algorithm, retainS, logger });
+    // Absent in oidc mode: the provider signs, and no keys file is made.
+    if (file !== undefined) await prepareKeysFile({ file, algorithm, retainS, logger });
     runPrimary(logger, workers, config.server.shutdownGraceS * 1000);
     return;
   }

@@ -8,6 +8,8 @@ import { parseDocument } from 'yaml';
 import { DEFAULT_JOURNAL_DIR } from '../config/defaults.js';
 import { createConfigSchema, type Config } from '../config/schema.js';
 import { contentChecks } from './content-checks.js';
+import { listenerIssuer } from './issuer-default.js';
+import { missingFieldHelp, valueAt } from './missing-fields.js';
 
 /** `config/gatehouse.yaml` of the package: the embedded default (no Redis, a demo user). */
 /** The one schema, made once with the checks that judge a config's content. */
@@ -139,9 +141,14 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
     fromEnv.set(path.join('.'), name);
   }
 
+  // Unset, the issuer follows the listener: moving the port moves what discovery advertises.
+  const issuer = listenerIssuer(merged);
+  if (issuer !== undefined) setPath(merged, ['tokens', 'issuer'], issuer);
+
   const files: ConfiguredFiles = {};
   const usersFile = stringAt(merged, 'identity', 'usersFile');
-  const keysFile = stringAt(merged, 'tokens', 'keysFile');
+  // A fronted provider signs the tokens: its mode reads no keys file and creates none.
+  const keysFile = stringAt(merged, 'identity', 'provider') === 'oidc' ? undefined : stringAt(merged, 'tokens', 'keysFile');
   if (usersFile) files.usersFile = resolvePath(options.baseDir, usersFile);
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
   const privateKeyFile = stringAt(merged, 'identity', 'privateKeyFile');
@@ -152,13 +159,19 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
 
   const result = ConfigSchema.safeParse(merged);
   if (!result.success) {
-    const problems = inPathOrder(result.error.issues).map((issue) => `${label(formatPath(issue.path))}: ${issue.message}`);
+    const problems = inPathOrder(result.error.issues).map((issue) => {
+      // A field left out says what it is and what it could be, from its own metadata in the schema.
+      const help = valueAt(merged, issue.path) === undefined ? missingFieldHelp(ConfigSchema, issue.path, merged) : undefined;
+      const field = label(formatPath(issue.path));
+      return help ? `${field} is required: ${help.what}, e.g. ${help.example}` : `${field}: ${issue.message}`;
+    });
     return { config: undefined, problems, files, label };
   }
   const config = result.data;
   if (config.identity.provider === 'local') config.identity.usersFile = files.usersFile!;
   if (config.identity.provider === 'oidc' && files.privateKeyFile) config.identity.privateKeyFile = files.privateKeyFile;
-  config.tokens.keysFile = files.keysFile!;
+  if (files.keysFile !== undefined) config.tokens.keysFile = files.keysFile;
+  else delete config.tokens.keysFile;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
   return { config: deepFreeze(config), problems: [], files, label };
 }

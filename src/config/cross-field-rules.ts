@@ -1,7 +1,8 @@
 // Rules that weigh one part of a config against another: route rules name
 // only declared roles and scopes, each way of authenticating at a provider has
-// its own credential, workers need a shared store, the head's deadline fits in
-// the request's. Pure functions of the parsed value, run by the schema.
+// its own credential, local mode has its keys file, workers need a shared
+// store, the head's deadline fits in the request's. Pure functions of the
+// parsed value, run by the schema.
 import type { z } from 'zod';
 
 type Issues = z.core.$ZodRawIssue[];
@@ -72,6 +73,17 @@ export function checkProviderCredentials(identity: ProviderCredentials, issues: 
       message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`,
       input: undefined,
     });
+  }
+}
+
+/** Local mode signs its own tokens and needs the keys file for it; a fronted provider (oidc) signs them itself. */
+export function checkKeysFile(config: unknown, issues: Issues): void {
+  // Read defensively: run even when other fields failed, the value is as the file wrote it.
+  const { identity, tokens } = (config ?? {}) as { identity?: { provider?: unknown } | null; tokens?: unknown };
+  if (identity?.provider !== 'local' || (tokens !== undefined && (tokens === null || typeof tokens !== 'object'))) return;
+  if ((tokens as { keysFile?: unknown } | undefined)?.keysFile === undefined) {
+    // Worded by the loader from the field's own help (`tokens.keysFile is required: …`), as for any field left out.
+    issues.push({ code: 'custom', path: ['tokens', 'keysFile'], message: 'is required in local mode', input: undefined });
   }
 }
 

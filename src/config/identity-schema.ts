@@ -3,14 +3,14 @@
 import { z } from 'zod';
 import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 import * as d from './defaults.js';
-import { httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
+import { help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
 
 /** Gatehouse's own users (`identity.provider: local`): a YAML file of scrypt password hashes and API key digests; Gatehouse signs the tokens. */
 export const LocalIdentitySchema = z.strictObject({
   /** Gatehouse's own users file. */
-  provider: z.literal('local'),
+  provider: z.literal('local').meta(help('who the users are: local (a users file of its own) or oidc (an OpenID Provider it fronts)', 'local')),
   /** The YAML users file that `gatehouse users …` and `gatehouse apikeys …` manage. */
-  usersFile: z.string().min(1),
+  usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
 });
@@ -22,11 +22,11 @@ export const LocalIdentitySchema = z.strictObject({
  */
 export const OidcIdentitySchema = z.strictObject({
   /** A fronted OpenID Provider. */
-  provider: z.literal('oidc'),
+  provider: z.literal('oidc').meta(help('who the users are: local (a users file of its own) or oidc (an OpenID Provider it fronts)', 'oidc')),
   /** The provider's issuer URL; discovery is read from `<issuer>/.well-known/openid-configuration`. */
-  issuer: httpUrl,
+  issuer: httpUrl.meta(help("the OpenID Provider's issuer URL", 'https://login.example.com/realms/main')),
   /** Gatehouse's client id at the provider. */
-  clientId: z.string().min(1),
+  clientId: z.string().min(1).meta(help("Gatehouse's client id at the provider", 'gatehouse')),
   /** How Gatehouse authenticates at the token endpoint (RFC 6749 2.3, OIDC Core 9). */
   clientAuth: z.enum(['client_secret_basic', 'client_secret_post', 'private_key_jwt']).default('client_secret_basic'),
   /** For client_secret_basic and client_secret_post, which need it; better set from the environment than in the file. */
@@ -80,13 +80,21 @@ export const OidcIdentitySchema = z.strictObject({
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
 
 /** Who the users are: Gatehouse's own users file (`local`), or an OpenID Provider it fronts (`oidc`); `provider` says which, and which fields apply. */
-export const IdentitySchema = z.discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema]);
+export const IdentitySchema = z
+  .discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema])
+  .meta(help('who the users are', '{provider: local, usersFile: ./users.yaml}'));
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 
 /** The tokens Gatehouse signs, the key set it signs them with, and how bearer tokens are checked. */
 export const TokensSchema = z.strictObject({
-  /** The tokens' `iss`, and the base of the discovery URLs: the gateway's public URL. */
+  /**
+   * The tokens' `iss`, and the base of the discovery URLs: the gateway's
+   * public URL. Absent: `http://<server.host>:<server.port>` (`localhost` for a
+   * wildcard host such as 0.0.0.0), so moving the listener moves it too; with
+   * `server.port: 0` (any free port) it stays `http://localhost:8080`. One that
+   * names another port than the listener's is warned about at start.
+   */
   issuer: httpUrl.default(d.DEFAULT_ISSUER),
   /** The tokens' `aud`. */
   audience: z.string().min(1).default(d.DEFAULT_AUDIENCE),
@@ -96,8 +104,12 @@ export const TokensSchema = z.strictObject({
   refreshTokenTtlS: positiveInt.default(d.DEFAULT_REFRESH_TOKEN_TTL_S),
   /** The signing algorithm; after a change the next start rotates to a key of it (the old key keeps verifying). */
   algorithm: z.enum(SIGNING_ALGORITHMS).default(d.DEFAULT_SIGNING_ALGORITHM),
-  /** The private key set (JWKS) file; created with a fresh key on first start (mode 0600). */
-  keysFile: z.string().min(1),
+  /**
+   * The private key set (JWKS) file; created with a fresh key on first start
+   * (mode 0600). Required in local mode; a fronted provider (oidc) signs the
+   * tokens itself, so there it is neither needed nor created.
+   */
+  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start)', './data/keys.json')).optional(),
   /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
@@ -111,9 +123,12 @@ export const TokensSchema = z.strictObject({
     .array(
       z.strictObject({
         /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
-        id: z.string().min(1).max(200),
+        id: z.string().min(1).max(200).meta(help("the client's id, as it authenticates", 'orders-service')),
         /** A scrypt hash of the client's secret, in the users file's format. */
-        secretHash: z.string().refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' }),
+        secretHash: z
+          .string()
+          .refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' })
+          .meta(help("a scrypt hash of the client's secret, as `gatehouse users` writes password hashes", 'scrypt$16384$8$1$<salt>$<hash>')),
       }),
     )
     .default([]),

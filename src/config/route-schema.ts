@@ -3,14 +3,14 @@
 import { z } from 'zod';
 import { RoleNameSchema } from '../core/role-name.js';
 import * as d from './defaults.js';
-import { HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
+import { help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
 
 /** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
 export const RateLimitSchema = z.strictObject({
   /** Requests allowed in each window; past them, 429 with `Retry-After`. */
-  points: positiveInt,
+  points: positiveInt.meta(help('requests allowed in each window', '100')),
   /** The window's length. */
-  durationS: positiveInt,
+  durationS: positiveInt.meta(help("the window's length in seconds", '60')),
 });
 
 /**
@@ -56,7 +56,8 @@ export const CorsSchema = z.strictObject({
         .string()
         .regex(/^https?:\/\/(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?$/, { error: 'must be an origin (scheme://host[:port]), optionally https://*.example.com' }),
     )
-    .min(1),
+    .min(1)
+    .meta(help('the origins (browser applications) that may call', '["https://app.example.com"]')),
   /** Methods a preflight may ask for (`Access-Control-Allow-Methods`). */
   allowedMethods: z.array(z.enum(HTTP_METHODS)).min(1).default(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']),
   /** Request headers a preflight may ask for (`Access-Control-Allow-Headers`). */
@@ -82,13 +83,16 @@ export const RouteSchema = z.strictObject({
   /** Names the route in logs and metrics, and must be unique. Absent: the prefix as written stands for it. */
   name: z.string().min(1).optional(),
   /** Matched on whole path segments: `/a/b` matches `/a/b` and `/a/b/c`, not `/a/bc`. */
-  prefix: z.string().regex(/^\/[^?#]*$/, { error: 'must be a path starting with / and holding no ? or #' }),
+  prefix: z
+    .string()
+    .regex(/^\/[^?#]*$/, { error: 'must be a path starting with / and holding no ? or #' })
+    .meta(help('the path prefix the route takes', '/api/v1/orders')),
   /** The methods the route takes (`HEAD` goes where `GET` goes); a method no route takes at its paths gets 405. Absent: every method. */
   methods: z.array(z.enum(HTTP_METHODS)).min(1).optional(),
   /** Match only requests for this host name (the `Host` header, without its port). Absent: any host. */
   host: z.string().min(1).optional(),
   /** The backends, round-robin over those not marked down. */
-  upstreams: z.array(httpUrl).min(1),
+  upstreams: z.array(httpUrl).min(1).meta(help('the backends requests go to', '["http://127.0.0.1:3000"]')),
   /** Replaces the matched prefix before forwarding (e.g. `/api/v1/orders` → `/orders`). */
   rewritePrefix: z
     .string()

@@ -13,6 +13,19 @@ export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'O
 
 export const headerName = z.string().regex(/^[A-Za-z0-9-]+$/, { error: 'must be an HTTP header name (letters, digits, -)' });
 
+/**
+ * What a required field is and a value it could take, kept in the field's
+ * metadata (`.meta(help(…))`): a config that leaves it out is told
+ * `<field> is required: <what>, e.g. <example>` (config-load/load.ts reads it),
+ * so an operator writing a config from scratch learns each field from its error.
+ */
+export interface FieldHelp {
+  what: string;
+  example: string;
+}
+// Inferred, not FieldHelp: zod's `.meta()` takes only types with an index signature.
+export const help = (what: string, example: string) => ({ what, example }) satisfies FieldHelp;
+
 /** For zod's `when`: judge the list even when some entries failed their own checks. */
 export const always = (): boolean => true;
 /** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */

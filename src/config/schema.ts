@@ -8,7 +8,7 @@
 // field paths like any other problem; config-load/ makes the schema with them.
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
-import { checkProviderCredentials, checkRouteRules, checkServerLimits } from './cross-field-rules.js';
+import { checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits } from './cross-field-rules.js';
 import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-schema.js';
 import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
 import { AuthorizationSchema, CorsSchema, RouteSchema, type RateLimitSchema } from './route-schema.js';
@@ -20,6 +20,7 @@ export { LoginLimitsSchema, type AccountConfig } from './proxy-schema.js';
 export { RouteSchema } from './route-schema.js';
 export type { ContentChecks } from './content-check-hooks.js';
 
+// The keys file is judged even when other fields have problems: a config written from scratch learns of it in the same go.
 export function createConfigSchema(checks: ContentChecks) {
   return z
     .strictObject({
@@ -28,7 +29,7 @@ export function createConfigSchema(checks: ContentChecks) {
       log: LogSchema.prefault({}),
       store: storeSchema(checks).prefault({}),
       identity: IdentitySchema,
-      tokens: TokensSchema,
+      tokens: TokensSchema.prefault({}),
       proxy: proxySchema(checks).prefault({}),
       requests: RequestsSchema.prefault({}),
       limits: LimitsSchema.prefault({}),
@@ -42,6 +43,7 @@ export function createConfigSchema(checks: ContentChecks) {
         .superRefine((routes, ctx): void => checks.routes(routes, ctx), { when: always })
         .default([]),
     })
+    .superRefine((value, ctx) => checkKeysFile(value, ctx.issues), { when: always })
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
     .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues));

@@ -2,6 +2,7 @@
 // and scopes it does not declare (exit 65), say first that oidc mode has no
 // users of theirs (exit 78), and list keys wherever they live, failing when
 // the configured Redis does not answer rather than leaving its keys out.
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +112,16 @@ describe('oidc mode', () => {
       expect(result.stderr).toContain('identity.provider: oidc: users and API keys live at the OpenID Provider');
       expect(result.stderr).not.toContain('clientSecret');
     }
+    // Nor are there signing keys of its own to list or rotate (none is created in this mode).
+    for (const argv of [
+      ['keys', 'list'],
+      ['keys', 'rotate'],
+    ]) {
+      const result = await gatehouse(...argv);
+      expect(result.code, argv.join(' ')).toBe(78);
+      expect(result.stderr).toContain('identity.provider: oidc: the OpenID Provider signs the tokens with its own keys');
+    }
+    expect(existsSync(join(dir, 'keys.json'))).toBe(false);
   });
 });
 

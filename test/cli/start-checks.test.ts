@@ -127,7 +127,7 @@ describe('gatehouse start with problems in its config', () => {
           .trimEnd()
           .split('\n')
           .map((line) => line.slice(`gatehouse: ${file}: `.length).split(':')[0]),
-      ).toEqual(['server.port', 'identity.usersFile', 'tokens.refreshTokenTtlS', 'tokens.keysFile']);
+      ).toEqual(['server.port', 'identity.usersFile is required', 'tokens.refreshTokenTtlS', 'tokens.keysFile']);
       expect(stderr).not.toMatch(/\n\s+at /);
     },
     SPAWN_TIMEOUT_MS,

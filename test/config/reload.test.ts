@@ -97,8 +97,9 @@ describe('reload()', () => {
     writeConfig([route('a'), route('b')], ['server: {port: 8181}', 'log: {level: warn}']);
     expect(reload.reload()).toBe(false);
     expect(applied).toEqual([]);
-    expect(logs.entries().at(-1)).toMatchObject({ level: 40, sections: ['server', 'log'] });
-    expect(logs.entries().at(-1)!.msg).toMatch(/^config change refused: server, log take effect only at a restart/);
+    // tokens too: its issuer, unset, follows the listener's port.
+    expect(logs.entries().at(-1)).toMatchObject({ level: 40, sections: ['server', 'log', 'tokens'] });
+    expect(logs.entries().at(-1)!.msg).toMatch(/^config change refused: server, log, tokens take effect only at a restart/);
     expect(logged(RELOADED)).toEqual([]);
   });
 

@@ -45,7 +45,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
 }
 
 async function keySet(tokens: TokensConfig, watch = false): Promise<WatchedKeySet> {
-  const keys = await loadKeySet({ file: tokens.keysFile, algorithm: tokens.algorithm, retainS: RETAIN_S, logger: pino({ level: 'silent' }), watch });
+  const keys = await loadKeySet({ file: tokens.keysFile!, algorithm: tokens.algorithm, retainS: RETAIN_S, logger: pino({ level: 'silent' }), watch });
   cleanup.push(() => keys.close());
   return keys;
 }
@@ -84,7 +84,7 @@ describe('GET /.well-known/jwks.json', () => {
     expect(await kidsServed()).toEqual([oldKid]);
 
     const reloaded = once(keys, 'reload');
-    const { kid } = await rotateKeys({ file: tokens.keysFile, algorithm: 'ES256', retainS: RETAIN_S });
+    const { kid } = await rotateKeys({ file: tokens.keysFile!, algorithm: 'ES256', retainS: RETAIN_S });
     expect(await reloaded).toEqual([true]);
     expect(await kidsServed()).toEqual([kid, oldKid]);
   });
