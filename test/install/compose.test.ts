@@ -62,7 +62,7 @@ describe('docker-compose.yml', () => {
     const data = mounts(gatehouse).find((m) => m.target === '/var/lib/gatehouse');
     expect(data).toEqual({ source: 'gatehouse-data', target: '/var/lib/gatehouse', readOnly: false });
     // Everything the gateway or `users add` writes is on that volume.
-    for (const written of [parsed.identity.provider === 'local' ? parsed.identity.usersFile : '', parsed.tokens.keysFile, parsed.requests.journalDir]) {
+    for (const written of [parsed.identity.provider === 'local' ? parsed.identity.usersFile : '', parsed.tokens.keysFile ?? '', parsed.requests.journalDir]) {
       expect(written.startsWith('/var/lib/gatehouse/')).toBe(true);
     }
     expect(parsed.routes.map((r) => r.upstreams)).toEqual([['http://backend:3000']]);

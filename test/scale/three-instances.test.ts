@@ -207,7 +207,7 @@ describe('three instances, no shared file, one Redis', { timeout: 120_000 }, () 
     const rotated = (async () => {
       const stdout = new PassThrough();
       const code = await runKeysCommand(['rotate'], {
-        keysFile: target.gateway.config.tokens.keysFile,
+        keysFile: target.gateway.config.tokens.keysFile!,
         algorithm: target.gateway.config.tokens.algorithm,
         retainS: target.gateway.config.tokens.refreshTokenTtlS,
         stdout,
