@@ -264,7 +264,7 @@ export function normalizeRequestTarget(rawUrl: string): RequestTarget {
 
   const canonical = out === undefined ? p : out + p.slice(from);
   // `%25%36%31` decodes to `%2561`, which the scan above could not see: `admin` to a backend that decodes twice.
-  if (out !== undefined && ESCAPED_ESCAPE.test(canonical)) ambiguity ??= DOUBLE_ENCODING;
+  if (out !== undefined && canonical.includes('%25') && ESCAPED_ESCAPE.test(canonical)) ambiguity ??= DOUBLE_ENCODING;
   const path = dotSegments ? resolveDotSegments(canonical) : canonical;
   return { path, query, encodedSlash, dotSegments, rawPath: canonical, ambiguity, nonAscii };
 }
