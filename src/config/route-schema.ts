@@ -102,13 +102,18 @@ export const RouteSchema = z.strictObject({
   auth: z.enum(['required', 'none']).default('required'),
   /** Pass the client's `Authorization` header on to the upstream (else it is removed). */
   forwardAuthorization: z.boolean().default(false),
-  /** Take paths with an encoded slash (`%2F`); refused (400) otherwise. */
+  /**
+   * Take paths with an encoded slash (`%2F`); refused (400) otherwise. Even
+   * then, a dot segment beside one (`..%2F`) or a path that reads as another
+   * route once `%2F` is decoded is refused.
+   */
   allowEncodedSlashes: z.boolean().default(false),
   /**
    * Refuse paths a backend could read as another path: `;` parameters,
    * double encoding, escapes that are not UTF-8, segments ending in `.` or a
-   * space. Off only for a backend that needs such paths; even then a path
-   * that some server would read as another route is refused.
+   * space, Unicode look-alikes of `/`, `\`, `.` or `%` (`／`, `∕`, `．`).
+   * Off only for a backend that needs such paths; even then a path that
+   * some server would read as another route is refused.
    */
   strictPaths: z.boolean().default(true),
   /** Until a connection to an upstream is made. */
