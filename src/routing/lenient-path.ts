@@ -9,7 +9,8 @@
 // best-fit: lookalikes.ts), treats `\` and a decoded `/` as separators, cuts a
 // segment at `;` (Tomcat, Jetty), at NUL (C strings) and drops trailing dots
 // and spaces (IIS, Windows), then resolves dot segments. It runs only for
-// ambiguous paths on routes with `strictPaths: false`, never on the hot path.
+// ambiguous paths on routes with `strictPaths: false` and for paths whose
+// non-ASCII characters NFKC changes, never on the hot path.
 import { foldLookalikes } from './lookalikes.js';
 
 /** More rounds than any server decodes; each round shortens the text, so this only bounds the work. */
