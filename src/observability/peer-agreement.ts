@@ -32,13 +32,16 @@ export class PeerAgreement {
   #reported = { keys: '', users: '' };
 
   constructor(keys: SharedKeySet, metrics: Metrics, logger: Logger) {
-    keys.on('views', (own, peers) => {
+    const check = (own: InstanceView, peers: InstanceView[]) => {
       this.#state = compareViews(own, peers);
       metrics.peerDisagreements.set({ view: 'keys' }, this.#state.keysDiffer.length);
       metrics.peerDisagreements.set({ view: 'users' }, this.#state.usersDiffer.length);
       this.#report('keys', this.#state.keysDiffer, logger, 'instances disagree on the signing keys: tokens signed on one may be refused on another');
       this.#report('users', this.#state.usersDiffer, logger, 'instances hold different users files: a user disabled on one may still log in on another');
-    });
+    };
+    // The check at start: the shared key set's first heartbeat ran while it started.
+    if (keys.lastViews) check(keys.lastViews.own, keys.lastViews.peers);
+    keys.on('views', check);
   }
 
   /** As of the last check (readiness shows it). */

@@ -71,6 +71,8 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  /** The views of the last heartbeat (the first is at start, before anyone could listen for it). */
+  lastViews: { own: InstanceView; peers: InstanceView[] } | undefined;
 
   constructor(options: SharedKeySetOptions) {
     super();
@@ -264,7 +266,9 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
       await this.#refresh();
       const own = await this.#ownView();
       await this.views.write(own);
-      this.emit('views', own, await this.views.livePeers());
+      const peers = await this.views.livePeers();
+      this.lastViews = { own, peers };
+      this.emit('views', own, peers);
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'cannot share signing keys through the store now; trying again at the next heartbeat');
     }

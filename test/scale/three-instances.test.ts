@@ -22,7 +22,7 @@ import { runKeysCommand } from '../../src/cli/keys.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { SharedKeySet } from '../../src/tokens/shared-keyset.js';
 import { jwtPayload, login, writeTestUsers } from '../helpers/gateway.js';
-import { logSink } from '../helpers/log-sink.js';
+import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
@@ -35,6 +35,7 @@ interface Instance {
   gateway: Gateway;
   url: string;
   adminUrl: string;
+  logs: LogSink;
 }
 
 let redis: { url: string; close(): Promise<void> };
@@ -44,12 +45,12 @@ let sourceDir: string;
 let keyPrefix: string;
 let generation = 0;
 
-async function startInstance(): Promise<Instance> {
+async function startInstance(users = usersSource): Promise<Instance> {
   generation += 1;
   const name = `gw${generation}`;
   const dir = await mkdtemp(join(tmpdir(), `gatehouse-scale-${name}-`));
   // Its own copy, as each host or pod has: the same users, no shared file.
-  await copyFile(usersSource, join(dir, 'users.yaml'));
+  await copyFile(users, join(dir, 'users.yaml'));
   const config = parseConfig(
     {
       server: { host: '127.0.0.1', port: 0 },
@@ -63,9 +64,10 @@ async function startInstance(): Promise<Instance> {
     },
     { baseDir: dir, env: {} },
   );
-  const gateway = await createGateway(config, { logger: logSink('info').logger });
+  const logs = logSink('info');
+  const gateway = await createGateway(config, { logger: logs.logger });
   const { url, adminUrl } = await gateway.listen();
-  return { name, dir, gateway, url, adminUrl: adminUrl! };
+  return { name, dir, gateway, url, adminUrl: adminUrl!, logs };
 }
 
 async function stopInstance(instance: Instance): Promise<void> {
@@ -254,5 +256,34 @@ describe('three instances, no shared file, one Redis', { timeout: 120_000 }, () 
     expect(instances.map((instance) => instance.name)).toStrictEqual(['gw4', 'gw5', 'gw6']);
     expect(client.failures).toStrictEqual([]);
     console.info(`rolling restart under traffic: ${client.sent} requests, ${client.failures.length} failed`);
+  });
+
+  it('says so at start, in a metric and on /readyz, when an instance holds another users file than its peers', async () => {
+    const otherUsers = join(sourceDir, 'other-users.yaml');
+    await writeTestUsers(otherUsers, [
+      { name: 'alice', password: 'alice-password-1' },
+      { name: 'bob', password: 'bob-password-1' },
+    ]);
+    const odd = await startInstance(otherUsers);
+    try {
+      const peers = instances.map((instance) => instance.gateway.keys as SharedKeySet);
+      for (const set of peers) await set.heartbeatNow();
+      // At its start, the odd one compared its users file with its three peers'.
+      const warning = odd.logs.entries().find((entry) => entry.view === 'users');
+      expect(warning).toMatchObject({ level: 40 });
+      expect((warning!.instances as string[]).length).toBe(3);
+      expect(await readiness(odd)).toMatchObject({ status: 200, body: { peers: { peers: 3, keysDiffer: [] } } });
+      expect(((await readiness(odd)).body.peers as { usersDiffer: string[] }).usersDiffer).toHaveLength(3);
+      // Each of the others sees exactly one peer with another users file.
+      for (const instance of instances) {
+        const body = (await readiness(instance)).body.peers as { usersDiffer: string[]; keysDiffer: string[] };
+        expect(body.usersDiffer).toHaveLength(1);
+        expect(body.keysDiffer).toStrictEqual([]);
+        const metrics = await (await fetch(`${instance.adminUrl}/metrics`)).text();
+        expect(metrics).toContain('gatehouse_peer_disagreements{view="users"} 1');
+      }
+    } finally {
+      await stopInstance(odd);
+    }
   });
 });

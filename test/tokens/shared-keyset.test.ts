@@ -102,7 +102,7 @@ describe('keys shared through the store', () => {
     await expect(b.getVerificationKey({ alg: 'ES256', kid: a.signingKey().kid })).rejects.toThrow('algorithm not allowed');
   });
 
-  it('reads the store once for concurrent unknown kids, and not again within the cooldown', async () => {
+  it('attack: a flood of made-up kids reads the store once (concurrent ones share the read), then not again within the cooldown', async () => {
     let now = Date.now();
     const b = await instance('b', { now: () => now, lookupCooldownMs: 1_000 });
     const before = records.reads;
