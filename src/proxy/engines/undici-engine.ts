@@ -7,6 +7,7 @@ import { Transform, type Readable, type Writable } from 'node:stream';
 import { Pool } from 'undici';
 import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../engine.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
+import { CountingClient, isKeepAliveRace, trackAttempt } from './undici-retry.js';
 
 /** The event undici listens for on an EventEmitter signal. */
 const ABORT = 'abort';
@@ -23,6 +24,8 @@ export interface UndiciEngineOptions {
 export class UndiciEngine implements ForwardingEngine {
   readonly name = 'undici';
   readonly #pools = new Map<string, Pool>();
+  /** Per target, connections that carry one request each: where a request lost to the keep-alive race is sent again. */
+  readonly #freshPools = new Map<string, Pool>();
   readonly #options: UndiciEngineOptions;
 
   constructor(options: UndiciEngineOptions) {
@@ -40,7 +43,8 @@ export class UndiciEngine implements ForwardingEngine {
       if (!res.writableFinished) res.emit(ABORT);
     };
     res.once('close', abort);
-    const hasBody = options.body !== req || req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    const length = req.headers['content-length'];
+    const hasBody = options.body !== req || req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
     // undici's headersTimeout starts once the body is sent; while it is being
     // sent, a body that stops flowing for the response timeout is a timeout too.
     let stalled = false;
@@ -59,8 +63,17 @@ export class UndiciEngine implements ForwardingEngine {
       headersTimeout: options.responseTimeoutMs,
       bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
     };
+    const factory = ({ statusCode, headers }: { statusCode: number; headers: unknown }) => sink({ statusCode, headers: headers as IncomingHttpHeaders });
+    // Only a request without a body can be sent twice: a body streams through and is not kept.
+    const attempt = body === null ? trackAttempt(request) : undefined;
     return pool
-      .stream(request, ({ statusCode, headers }) => sink({ statusCode, headers: headers as IncomingHttpHeaders }))
+      .stream(request, factory)
+      .catch((error: unknown) => {
+        // Lost to the keep-alive race (undici-retry.ts), with its client still
+        // waiting: once more, on a connection of its own.
+        if (attempt === undefined || !isKeepAliveRace(attempt, error) || res.destroyed || res.headersSent) throw error;
+        return this.#freshPool(options.target.origin, options.connectTimeoutMs).stream({ ...request, reset: true }, factory);
+      })
       .then(
         () => {
           res.off('close', abort);
@@ -84,15 +97,30 @@ export class UndiciEngine implements ForwardingEngine {
       const { connectionsPerTarget, lookup } = this.#options;
       // undici hands `connect` options to net.connect / tls.connect, `lookup` included.
       const connect = lookup === undefined ? { timeout: connectTimeoutMs } : { timeout: connectTimeoutMs, lookup };
-      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1 });
+      // Its clients count what each connection carried: a request lost on a reused one may be sent again.
+      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1, factory: (url, opts) => new CountingClient(url, opts) });
       this.#pools.set(key, pool);
     }
     return pool;
   }
 
+  /** A pool whose every request (sent with `reset`) has a new connection, closed after its answer. */
+  #freshPool(origin: string, connectTimeoutMs: number): Pool {
+    const key = `${origin} ${connectTimeoutMs}`;
+    let pool = this.#freshPools.get(key);
+    if (!pool) {
+      const { connectionsPerTarget, lookup } = this.#options;
+      const connect = lookup === undefined ? { timeout: connectTimeoutMs } : { timeout: connectTimeoutMs, lookup };
+      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1 });
+      this.#freshPools.set(key, pool);
+    }
+    return pool;
+  }
+
   close(): void {
-    for (const pool of this.#pools.values()) void pool.destroy();
+    for (const pool of [...this.#pools.values(), ...this.#freshPools.values()]) void pool.destroy();
     this.#pools.clear();
+    this.#freshPools.clear();
   }
 }
 
