@@ -70,7 +70,7 @@ export interface GatewayOptions {
   logger?: Logger;
   /** A store shared with the caller (tests run two gateways on one store). */
   store?: Store;
-  /** The config file, watched for route changes (absent: routes are fixed); see config-load/reload.ts. */
+  /** The config file, watched for changes of its live sections (absent: they are fixed); see config-load/reload.ts. */
   configFile?: string;
   /**
    * Forwards proxied requests instead of undici: the benchmark's comparison
@@ -98,7 +98,7 @@ export interface Gateway {
   readonly passwordHashing: FairWorkQueue;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
-  /** Re-reads the config file and swaps in its routes; a bad file changes nothing. */
+  /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
   reloadRoutes(): Promise<boolean>;
   /** Starts both listeners; resolves with the addresses they bound. */
   listen(): Promise<{ url: string; adminUrl: string | undefined }>;
