@@ -14,7 +14,7 @@ export interface KeysCommandIo extends OutputIo {
   retainS: number;
 }
 
-/** Neither subcommand takes an argument. */
+/** `rotate` takes no argument. */
 const noArguments = (run: (io: KeysCommandIo) => Promise<number>) => (args: string[], io: KeysCommandIo) => {
   parseArgs({ args, options: {}, allowPositionals: false, strict: true });
   return run(io);
@@ -32,7 +32,7 @@ export const KEYS_COMMANDS: CommandGroup<KeysCommandIo> = {
   every other instance trusts it.`,
       run: noArguments(rotate),
     },
-    list: { synopsis: 'list', summary: 'list signing keys: kid, algorithm, status, dates (no key material)', run: noArguments(list) },
+    list: { synopsis: 'list [--json]', summary: 'list signing keys: kid, algorithm, status, dates (no key material); --json for scripts', run: list },
   },
 };
 
@@ -47,11 +47,22 @@ async function rotate(io: KeysCommandIo): Promise<number> {
   return EXIT_OK;
 }
 
-async function list(io: KeysCommandIo): Promise<number> {
+async function list(args: string[], io: KeysCommandIo): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, allowPositionals: false, strict: true });
   const keys = await listKeys({ file: io.keysFile, retainS: io.retainS });
   if (keys.length === 0) {
     writeLine(io.stderr, `gatehouse: no keys file at ${io.keysFile} (the gateway creates it on its first start)`);
     return EXIT_FAILURE;
+  }
+  if (values.json) {
+    io.stdout.write(
+      `${JSON.stringify(
+        keys.map((k) => ({ kid: k.kid, alg: k.alg, status: k.status, createdAt: k.createdAt, retiredAt: k.retiredAt ?? null })),
+        null,
+        2,
+      )}\n`,
+    );
+    return EXIT_OK;
   }
   const rows = keys.map((k) => [k.kid, k.alg, k.status, k.createdAt, k.retiredAt ?? '-']);
   writeLine(io.stdout, formatTable([['KID', 'ALG', 'STATUS', 'CREATED', 'RETIRED'], ...rows]));

@@ -181,6 +181,20 @@ describe('apikeys list', () => {
   });
 });
 
+describe('keys list --json', () => {
+  it('prints the signing keys as one JSON array, never key material', async () => {
+    await writeFile(configFile, localConfig());
+    const rotated = await gatehouse('keys', 'rotate');
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const result = await gatehouse('keys', 'list', '--json');
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual([
+      { kid: rotated.stdout.trim(), alg: 'EdDSA', status: expect.any(String), createdAt: expect.any(String), retiredAt: null },
+    ]);
+    expect(result.stdout).not.toMatch(/"d"|"x"/);
+  });
+});
+
 describe('users list --json', () => {
   it('prints one JSON array for scripts, never a hash', async () => {
     await writeFile(configFile, localConfig());
