@@ -96,6 +96,8 @@ export interface Gateway {
   readonly metrics: Metrics;
   /** Where every login's password hashing waits for its turn. */
   readonly passwordHashing: FairWorkQueue;
+  /** What is remembered of addresses that keep sending refused work (limits/abuse-guard.ts). */
+  readonly abuse: AbuseGuard;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
@@ -304,6 +306,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     bearer,
     metrics,
     passwordHashing,
+    abuse,
     requests,
     async reloadRoutes() {
       return reloader?.reload() ?? false;

@@ -6,11 +6,14 @@
 // - An address with `suspectAfter` strikes in the window is a suspect: its
 //   password checks wait behind those of clean addresses (fair-work-queue.ts)
 //   and, when the suspects' queue is full, are refused from the request head.
+// - An address with `holdAfter` strikes gets the 401 of each bearer token a
+//   first check refuses late, after `holdMs` (a tarpit, as sshd delays a
+//   failed authentication).
 // - An address with `strikes` strikes in the window is refused at the head for
 //   `refuseForMs` (each refused request is a strike, so a flood that goes on
-//   stays refused), before its
-//   request is routed or its body parsed, except a request whose bearer token
-//   was verified before (the public listener asks the token cache). Each such
+//   stays refused), before its request is routed or its body parsed, except a
+//   request whose bearer token was verified before (the public listener asks
+//   the token cache). Each such
 //   refusal is held `holdMs` before it is answered, as a load balancer's
 //   tarpit does: a flood that sends its next request when the last is answered
 //   slows to its connections per `holdMs`, and a held request costs a timer,
@@ -20,9 +23,13 @@
 // is not a suspect. Everything is bounded: `maxAddresses` records, oldest
 // dropped first. Requests from addresses with no record pay one Map lookup,
 // and none at all while no address is refused.
+import { EventEmitter } from 'node:events';
+
 export interface AbuseGuardLimits {
   /** Strikes in the window from which an address's password checks wait behind clean addresses'. */
   suspectAfter: number;
+  /** Strikes in the window from which the 401s of an address's refused bearer tokens are held before they are answered. */
+  holdAfter: number;
   /** Strikes in the window from which an address is refused at the head. */
   strikes: number;
   windowMs: number;
@@ -42,6 +49,7 @@ export interface AbuseGuardLimits {
  */
 export const DEFAULT_ABUSE_LIMITS: AbuseGuardLimits = {
   suspectAfter: 3,
+  holdAfter: 20,
   strikes: 200,
   windowMs: 10_000,
   refuseForMs: 30_000,
@@ -55,7 +63,12 @@ interface AddressRecord {
   strikes: number;
 }
 
-export class AbuseGuard {
+export interface AbuseGuardEvents {
+  /** A refusal to `address` is being held before it is answered. */
+  held: [address: string];
+}
+
+export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
   readonly #limits: AbuseGuardLimits;
   readonly #now: () => number;
   /** Insertion order is age: the first entry is the oldest, dropped when full. */
@@ -66,6 +79,7 @@ export class AbuseGuard {
   readonly #sweep: NodeJS.Timeout;
 
   constructor(limits: AbuseGuardLimits = DEFAULT_ABUSE_LIMITS, now: () => number = Date.now) {
+    super();
     this.#limits = limits;
     this.#now = now;
     // Refusals that ran out are dropped even for addresses never heard from again, so the hot path's check goes back to a size test.
@@ -103,9 +117,18 @@ export class AbuseGuard {
 
   /** Whether `address` has collected enough strikes to wait behind clean addresses. */
   isSuspect(address: string): boolean {
+    return this.#hasStrikes(address, this.#limits.suspectAfter);
+  }
+
+  /** Whether `address` has collected enough strikes for its refusals to be held (a tarpit). */
+  holdsRefusals(address: string): boolean {
+    return this.#hasStrikes(address, this.#limits.holdAfter);
+  }
+
+  #hasStrikes(address: string, bound: number): boolean {
     if (this.#refused.size !== 0 && this.refuses(address)) return true;
     const record = this.#records.get(address);
-    return record !== undefined && record.strikes >= this.#limits.suspectAfter && this.#now() - record.windowStartMs < this.#limits.windowMs;
+    return record !== undefined && record.strikes >= bound && this.#now() - record.windowStartMs < this.#limits.windowMs;
   }
 
   /** Whether requests from `address` are refused at the head now (a refused request is a strike: a flood that goes on renews it). */
@@ -118,13 +141,14 @@ export class AbuseGuard {
     return false;
   }
 
-  /** Answers a refused request after `holdMs` (at once when `maxHeld` are held already). */
-  hold(answer: () => void): void {
+  /** Answers a refusal to `address` after `holdMs` (at once when `maxHeld` are held already). */
+  hold(address: string, answer: () => void): void {
     if (this.#held >= this.#limits.maxHeld) {
       answer();
       return;
     }
     this.#held += 1;
+    this.emit('held', address);
     setTimeout(() => {
       this.#held -= 1;
       answer();

@@ -32,8 +32,12 @@ export interface AdmissionOptions {
   limits?: RouteLimits;
   /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
   authorization?: RouteGuard;
-  /** Told of each token a first check refused, by client address (limits/abuse-guard.ts); cached tokens never reach it. */
-  abuse?: { strike(address: string): void };
+  /**
+   * Told of each token a first check refused, by client address; the refusals
+   * of an address that keeps sending them are held before they are answered (limits/abuse-guard.ts). Cached
+   * tokens never reach it.
+   */
+  abuse?: { strike(address: string): void; holdsRefusals(address: string): boolean; hold(address: string, answer: () => void): void };
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -106,8 +110,13 @@ export class Admission {
         return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
       },
       (error: unknown) => {
-        if (this.#abuse && isGatehouseError(error) && error.code === 'invalid_bearer_token') this.#abuse.strike(this.#clientAddress.of(req));
-        throw error;
+        const abuse = this.#abuse;
+        if (abuse === undefined || !isGatehouseError(error) || error.code !== 'invalid_bearer_token') throw error;
+        const address = this.#clientAddress.of(req);
+        abuse.strike(address);
+        if (!abuse.holdsRefusals(address)) throw error;
+        // A tarpit, as sshd delays a failed authentication: a client that keeps presenting bad tokens gets each 401 late.
+        return new Promise<void>((_, reject) => abuse.hold(address, () => reject(error)));
       },
     );
   }

@@ -60,7 +60,7 @@ export class FrontDoor {
       return false;
     }
     abuse.strike(address);
-    abuse.hold(() => answer(req, res, error));
+    abuse.hold(address, () => answer(req, res, error));
     return true;
   }
 }

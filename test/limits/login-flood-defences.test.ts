@@ -55,6 +55,8 @@ afterAll(async () => {
 const from = (address: string) => ({ 'x-forwarded-for': address });
 const loginFrom = (address: string, username: string, password: string) => postJson(`${gw.url}/api/v1/auth/login`, { username, password }, from(address));
 
+const get = (address: string, token: string) => fetch(`${gw.url}/orders/1`, { headers: { ...from(address), authorization: `Bearer ${token}` } });
+
 /** Three refused refreshes (400: not even a token): the address becomes a suspect (limits/abuse-guard.ts) without any hashing. */
 async function makeSuspect(address: string): Promise<void> {
   for (let i = 0; i < 3; i++) {
@@ -108,14 +110,11 @@ describe('issue 22: floods of unauthenticated work', () => {
     const loggedIn = loginFrom(attacker, 'bob', 'bob-password-1');
     (await entered)[0].release();
     const { access_token } = (await (await loggedIn).json()) as TokenSetBody;
-    const get = (address: string, token: string) => fetch(`${gw.url}/orders/1`, { headers: { ...from(address), authorization: `Bearer ${token}` } });
     expect((await get(attacker, access_token)).status).toBe(200);
 
-    // 200 refused tokens in a row (distinct, so no cache of refusals could answer them).
-    for (let i = 0; i < 200; i++) {
-      const refused = await get(attacker, `${access_token.slice(0, -8)}${String(i).padStart(8, '0')}`);
-      expect(refused.status).toBe(401);
-    }
+    // 200 refused tokens (distinct, so no cache of refusals could answer them), sent together: from the 20th each 401 is held (a tarpit).
+    const refusals = await Promise.all(Array.from({ length: 200 }, (_, i) => get(attacker, `${access_token.slice(0, -8)}${String(i).padStart(8, '0')}`)));
+    expect(refusals.map((r) => r.status)).toEqual(Array(200).fill(401));
     // From now on the address is refused before its request is routed: 429, Retry-After.
     const refused = await get(attacker, `${access_token.slice(0, -8)}garbageX`);
     expect(refused.status).toBe(429);
@@ -126,4 +125,17 @@ describe('issue 22: floods of unauthenticated work', () => {
     expect((await get(attacker, access_token)).status).toBe(200);
     expect((await get('192.0.2.67', 'garbage')).status).toBe(401);
   }, 120_000);
+
+  it('holds the 401s of an address that keeps presenting invalid bearer tokens (a tarpit), from its 20th in the window', async () => {
+    const prober = '192.0.2.80';
+    const held: string[] = [];
+    gw.gateway.abuse.on('held', (address) => held.push(address));
+    for (let i = 0; i < 19; i++) expect((await get(prober, `garbage-${i}`)).status).toBe(401);
+    expect(held).not.toContain(prober);
+    const heldNow = nextEvent<[string]>(gw.gateway.abuse, 'held', (address) => address === prober);
+    const twentieth = get(prober, 'garbage-19');
+    await heldNow;
+    expect((await twentieth).status).toBe(401);
+    expect(held.filter((address) => address === prober)).toEqual([prober]);
+  });
 });
