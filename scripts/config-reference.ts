@@ -378,7 +378,10 @@ function fieldRows(node: JsonSchema, shape: Shape, prefix: string, rows: FieldRo
       throw new Error(`${path}: its default is computed (it differs between machines): describe it with a @default tag in its comment`);
     }
     const env = ENV_BY_PATH.get(path);
-    const description = [doc?.text ?? '', env === undefined ? '' : `Env \`${env}\`.`].filter((s) => s !== '').join(' ');
+    // A required field's example (its metadata, what the loader shows when the field is left out).
+    const example = (child as { example?: unknown }).example;
+    const exampleText = typeof example === 'string' ? `E.g. \`${example}\`.` : '';
+    const description = [doc?.text ?? '', exampleText, env === undefined ? '' : `Env \`${env}\`.`].filter((s) => s !== '').join(' ');
     rows.push({ path, type: typeOf(child), default: doc?.defaultText ?? renderDefault(child, required), required, description });
     const nested = nestedFields(child, prop.shape, path);
     if (nested !== undefined) fieldRows(nested.node, nested.shape, nested.prefix, rows);
