@@ -121,7 +121,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
   // Addresses that keep sending refused work: their logins wait behind clean addresses', floods are refused at the head.
   const abuse = new AbuseGuard();
-  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing, (address) => abuse.isSuspect(address));
+  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing, (address) => abuse.laneOf(address));
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;

@@ -19,8 +19,9 @@
 //   slows to its connections per `holdMs`, and a held request costs a timer,
 //   not CPU. At most `maxHeld` are held; past it they are answered at once.
 //
-// A success (login, refresh) clears the address's record: a user who mistyped
-// is not a suspect. Everything is bounded: `maxAddresses` records, oldest
+// A success (login, refresh) clears the address's record (a user who mistyped
+// is not a suspect) and puts its password checks in the first lane for
+// `trustForMs`: a real user's usual address goes ahead of a flood. Everything is bounded: `maxAddresses` records, oldest
 // dropped first. Requests from addresses with no record pay one Map lookup,
 // and none at all while no address is refused.
 import { EventEmitter } from 'node:events';
@@ -37,6 +38,8 @@ export interface AbuseGuardLimits {
   holdMs: number;
   maxHeld: number;
   maxAddresses: number;
+  /** How long a success puts an address's logins in the first lane. */
+  trustForMs: number;
 }
 
 /**
@@ -56,6 +59,7 @@ export const DEFAULT_ABUSE_LIMITS: AbuseGuardLimits = {
   holdMs: 1_000,
   maxHeld: 4_096,
   maxAddresses: 65_536,
+  trustForMs: 24 * 3_600_000,
 };
 
 interface AddressRecord {
@@ -75,6 +79,8 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
   readonly #records = new Map<string, AddressRecord>();
   /** Addresses refused at the head, until when (epoch ms). Empty most of the time: the hot path checks its size only. */
   readonly #refused = new Map<string, number>();
+  /** Addresses with a success, when (epoch ms); insertion order is age. */
+  readonly #succeeded = new Map<string, number>();
   #held = 0;
   readonly #sweep: NodeJS.Timeout;
 
@@ -110,9 +116,19 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
     if (record.strikes >= this.#limits.strikes) this.#refuse(address, now);
   }
 
-  /** A success from `address`: what it did before was not an attack. */
+  /** A success from `address`: what it did before was not an attack, and its logins go first for a while. */
   cleared(address: string): void {
     this.#records.delete(address);
+    this.#succeeded.delete(address);
+    if (this.#succeeded.size >= this.#limits.maxAddresses) this.#succeeded.delete(this.#succeeded.keys().next().value!);
+    this.#succeeded.set(address, this.#now());
+  }
+
+  /** The hashing-queue lane of `address` (fair-work-queue.ts): 0 a success within `trustForMs`, 1 clean, 2 a suspect (suspicion wins). */
+  laneOf(address: string): 0 | 1 | 2 {
+    if (this.isSuspect(address)) return 2;
+    const at = this.#succeeded.get(address);
+    return at !== undefined && this.#now() - at < this.#limits.trustForMs ? 0 : 1;
   }
 
   /** Whether `address` has collected enough strikes to wait behind clean addresses. */

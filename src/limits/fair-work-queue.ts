@@ -11,9 +11,10 @@
 // rather than parked for ever: a full address queue is that address's doing
 // (429), a full total queue is the gateway's state (503).
 //
-// Two lanes: addresses the caller calls suspects (abuse-guard.ts: they keep
-// sending refused work) wait in a lane of their own, served only when no clean
-// address waits, with its own `maxQueue`. A flood from many addresses then
+// Three lanes, each with its own `maxQueue`, served in order: addresses with a
+// recent success (a login or refresh from there), clean addresses, and
+// suspects (abuse-guard.ts: they keep sending refused work; suspicion wins
+// over a success). A flood from many addresses then
 // fills the suspects' lane, not the room a clean address's login needs, and
 // the login waits for the task running now, not for the flood's turns. The
 // lane depends on the address only, never on the username: a known and an
@@ -47,20 +48,26 @@ interface Lane {
   queued: number;
 }
 
+/** The lane of an address's tasks: 0 a recent success, 1 clean, 2 a suspect. */
+export type LaneOf = (address: string) => 0 | 1 | 2;
+
 export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   readonly #limits: FairWorkQueueLimits;
-  readonly #clean: Lane = { waiting: new Map(), queued: 0 };
-  readonly #suspects: Lane = { waiting: new Map(), queued: 0 };
-  readonly #isSuspect: (address: string) => boolean;
+  readonly #lanes: readonly [Lane, Lane, Lane] = [
+    { waiting: new Map(), queued: 0 },
+    { waiting: new Map(), queued: 0 },
+    { waiting: new Map(), queued: 0 },
+  ];
+  readonly #laneOf: LaneOf;
   /** Running tasks by address (only addresses with one or more). */
   readonly #runningBy = new Map<string, number>();
   #running = 0;
 
-  /** `isSuspect`: whether an address's tasks wait in the suspects' lane (absent: one lane for all). */
-  constructor(limits: FairWorkQueueLimits, isSuspect: (address: string) => boolean = () => false) {
+  /** `laneOf`: where an address's tasks wait (absent: one lane for all). */
+  constructor(limits: FairWorkQueueLimits, laneOf: LaneOf = () => 1) {
     super();
     this.#limits = limits;
-    this.#isSuspect = isSuspect;
+    this.#laneOf = laneOf;
   }
 
   get running(): number {
@@ -68,7 +75,7 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   }
 
   get queued(): number {
-    return this.#clean.queued + this.#suspects.queued;
+    return this.#lanes[0].queued + this.#lanes[1].queued + this.#lanes[2].queued;
   }
 
   /**
@@ -78,9 +85,9 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
    * needs no hashing at all).
    */
   refusesSuspect(address: string): boolean {
-    if (this.#running < this.#limits.concurrency || !this.#isSuspect(address)) return false;
-    const waiters = this.#suspects.waiting.get(address) ?? this.#clean.waiting.get(address);
-    return (waiters?.length ?? 0) >= this.#limits.maxQueuePerAddress || this.#suspects.queued >= this.#limits.maxQueue;
+    if (this.#running < this.#limits.concurrency || this.#laneOf(address) !== 2) return false;
+    const waiters = this.#waitersOf(address)?.[1];
+    return (waiters?.length ?? 0) >= this.#limits.maxQueuePerAddress || this.#lanes[2].queued >= this.#limits.maxQueue;
   }
 
   /** Runs `work` when a slot is free and it is `address`'s turn; throws at once when the queue is full. */
@@ -102,12 +109,7 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   #wait(address: string): Promise<void> {
     const { maxQueue, maxQueuePerAddress, retryAfterS } = this.#limits;
     // An address already waiting stays in its lane: its tasks keep their order.
-    const lane = this.#clean.waiting.has(address)
-      ? this.#clean
-      : this.#suspects.waiting.has(address) || this.#isSuspect(address)
-        ? this.#suspects
-        : this.#clean;
-    const waiters = lane.waiting.get(address);
+    const [lane, waiters] = this.#waitersOf(address) ?? [this.#lanes[this.#laneOf(address)], undefined];
     const headers = { 'retry-after': String(retryAfterS) };
     if ((waiters?.length ?? 0) >= maxQueuePerAddress) {
       this.emit('refused', address);
@@ -129,7 +131,7 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
   /** Hands the finished task's slot to the address whose turn it is, or frees it. */
   #next(): void {
     // Suspects go only when no clean address waits.
-    const lane = this.#clean.queued > 0 ? this.#clean : this.#suspects;
+    const lane = this.#lanes.find((l) => l.queued > 0) ?? this.#lanes[2];
     const address = this.#nextAddress(lane);
     if (address === undefined) {
       this.#running -= 1;
@@ -142,6 +144,15 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
     if (waiters.length > 0) lane.waiting.set(address, waiters);
     lane.queued -= 1;
     resume();
+  }
+
+  /** The lane an address already waits in, with its waiters: its tasks keep their order. */
+  #waitersOf(address: string): [Lane, Waiter[]] | undefined {
+    for (const lane of this.#lanes) {
+      const waiters = lane.waiting.get(address);
+      if (waiters !== undefined) return [lane, waiters];
+    }
+    return undefined;
   }
 
   /** The lane's waiting address with the fewest tasks running; among equals, the first in the round. */

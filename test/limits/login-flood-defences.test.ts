@@ -138,4 +138,32 @@ describe('issue 22: floods of unauthenticated work', () => {
     expect((await twentieth).status).toBe(401);
     expect(held.filter((address) => address === prober)).toEqual([prober]);
   });
+
+  it("an address with a recent success goes ahead of clean addresses' queued logins", async () => {
+    // Alice logged in from her home address in the first test: it has a record of success.
+    const firstEntered = nextEvent<[HeldCheck]>(gate, 'entered');
+    const others = [loginFrom('203.0.113.100', 'bob', 'guess')];
+    const [running] = await firstEntered;
+    for (const address of ['203.0.113.101', '203.0.113.102']) {
+      const queued = nextEvent<[string]>(gw.gateway.passwordHashing, 'queued', (a) => a === address);
+      others.push(loginFrom(address, 'bob', 'guess'));
+      await queued;
+    }
+    const aliceQueued = nextEvent<[string]>(gw.gateway.passwordHashing, 'queued', (a) => a === ALICE_HOME);
+    const aliceLogin = loginFrom(ALICE_HOME, 'alice', 'alice-password-1');
+    await aliceQueued;
+    let next = nextEvent<[HeldCheck]>(gate, 'entered');
+    running!.release();
+    let [check] = await next;
+    expect(check.password).toBe('alice-password-1');
+    for (let i = 0; i < 2; i++) {
+      next = nextEvent<[HeldCheck]>(gate, 'entered');
+      check.release();
+      [check] = await next;
+      expect(check.password).toBe('guess');
+    }
+    check.release();
+    expect((await aliceLogin).status).toBe(200);
+    expect((await Promise.all(others)).map((r) => r.status)).toEqual([401, 401, 401]);
+  });
 });
