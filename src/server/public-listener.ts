@@ -56,11 +56,13 @@ export function publicListener(
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
         if (isGatewayPath(req.url ?? '/')) {
-          // Refusals from the request head (server/front-door.ts); proxied requests ask only while some address is refused.
-          if (front?.refuses(req, res) === true) return;
+          // Refusals from the request head (server/front-door.ts), before the body is read: they linger too.
+          if (front?.refuses(req, res) === true) return lingerAfterEarlyAnswer(req, res, lingering);
           armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
           fastify(req, res);
-        } else if (front?.active !== true || !front.refuses(req, res)) proxy(req, res);
+          // Proxied requests ask the front door only while some address is refused.
+        } else if (front?.active === true && front.refuses(req, res)) lingerAfterEarlyAnswer(req, res, lingering);
+        else proxy(req, res);
       });
       // Fastify sets this only on servers it creates itself.
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;

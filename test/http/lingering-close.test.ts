@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOGIN_PATH } from '../../src/http/gateway-paths.js';
 import { lingerAfterEarlyAnswer, type LingerBounds } from '../../src/http/linger.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { echo, startUpstream, type Upstream } from '../helpers/upstream.js';
 
 const TRIES = 50;
@@ -30,15 +30,15 @@ const TRIES = 50;
  */
 const CLIENT = `
 import { request } from 'node:http';
-const [url, path, tries] = process.argv.slice(-3);
+const [url, path, tries, extra, busy] = process.argv.slice(-5);
 const BODY = Buffer.alloc(2 * 1024 * 1024, 'a');
 const FIRST = 64 * 1024;
-const BUSY_MS = 20;
+const BUSY_MS = Number(busy);
 const { hostname, port } = new URL(url);
 const counts = {};
 for (let i = 0; i < Number(tries); i++) {
   const key = await new Promise((resolve) => {
-    const headers = { 'content-type': 'application/json', 'content-length': String(BODY.length) };
+    const headers = { 'content-type': 'application/json', 'content-length': String(BODY.length), ...JSON.parse(extra) };
     const req = request({ host: hostname, port, path, method: 'POST', agent: false, headers });
     req.on('response', (res) => {
       let body = '';
@@ -61,8 +61,8 @@ process.stdout.write(JSON.stringify(counts));
 `;
 
 /** How `TRIES` requests from the client process ended, by outcome. */
-async function tally(url: string, path: string): Promise<Record<string, number>> {
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CLIENT, url, path, String(TRIES)]);
+async function tally(url: string, path: string, tries = TRIES, headers: Record<string, string> = {}, busyMs = 20): Promise<Record<string, number>> {
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', CLIENT, url, path, String(tries), JSON.stringify(headers), String(busyMs)]);
   return JSON.parse(stdout) as Record<string, number>;
 }
 
@@ -123,6 +123,28 @@ describe('an answer given before the body was read reaches a client still sendin
     // Refused on its declared length: nothing reached the upstream.
     expect(upstream.seen.filter((r) => r.url.startsWith('/small'))).toEqual([]);
   });
+});
+
+describe('a refusal from the request head (the front door) reaches a client still sending its body', () => {
+  it('an address refused for its flood of invalid tokens: the 429 is read every time', async () => {
+    const front = await startTestGateway({ config: { server: { trustedProxies: ['127.0.0.1'] }, routes: ROUTES(upstream.url) } });
+    try {
+      const attacker = { 'x-forwarded-for': '203.0.113.9' };
+      const { access_token } = await login(front.url, 'alice', 'alice-password-1');
+      // 200 refused tokens, sent together (from the 20th each 401 is held): the address is refused from the request head from now on.
+      const refusals = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          fetch(`${front.url}/private/x`, { headers: { ...attacker, authorization: `Bearer ${access_token.slice(0, -8)}${String(i).padStart(8, '0')}` } }),
+        ),
+      );
+      expect(refusals.map((r) => r.status)).toEqual(Array(200).fill(401));
+      // Each head refusal is held 1 s before it is answered: fewer tries, and a
+      // client busy for longer than that, so that the answer comes while it is.
+      expect(await tally(front.url, '/private/upload', 10, attacker, 1500)).toEqual({ '429 $diagnoses': 10 });
+    } finally {
+      await front.close();
+    }
+  }, 90_000);
 });
 
 describe('lingering is bounded', () => {
