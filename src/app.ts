@@ -36,6 +36,8 @@ import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
 import { createLogger } from './observability/logger.js';
+import { LogoutTokenThrottle } from './limits/logout-token-throttle.js';
+import { backchannelLogoutRoute } from './oidc/backchannel-logout-route.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
 import { PeerAgreement } from './observability/peer-agreement.js';
@@ -237,6 +239,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   app.server.on('upgrade', websockets.handleUpgrade);
   await app.register(errorHandler);
   await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clientAddress });
+  // A fronted provider's logout reaches us (OpenID Connect Back-Channel Logout), throttled as the token endpoint is.
+  if (mode.backchannelLogout) {
+    const throttle = new LogoutTokenThrottle(config.limits.login, limiters);
+    await app.register(backchannelLogoutRoute, { logout: mode.backchannelLogout, throttle, clientAddress, bodyLimitBytes: config.server.apiBodyLimitBytes });
+  }
   // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
   if (mode.local) {
     await app.register(wellKnownRoutes, { keys, tokens: config.tokens });

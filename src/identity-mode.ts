@@ -16,6 +16,7 @@ import type { PasswordCheckOptions } from './identity/password-check-options.js'
 import type { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
 import type { Metrics } from './observability/metrics.js';
+import { BackchannelLogout } from './oidc/backchannel-logout.js';
 import { ProviderAuth } from './oidc/provider-auth.js';
 import { ProviderConnection } from './oidc/provider-connection.js';
 import { ProviderIdentity } from './oidc/provider-identity.js';
@@ -45,6 +46,8 @@ export interface IdentityMode {
   bearer: BearerAuthenticator;
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
   local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
+  backchannelLogout?: BackchannelLogout;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
   ready?: () => Promise<void>;
   close(): Promise<void>;
@@ -66,10 +69,20 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     const check = new ProviderTokenCheck({ connection, store, settings, sessionRoles });
     const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics });
     const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
+    const { clockToleranceS } = config.tokens;
+    const backchannelLogout = new BackchannelLogout({
+      connection,
+      store,
+      clientId: settings.clientId,
+      clockToleranceS,
+      endedSessionTtlS: settings.refreshTokenTtlS,
+      logger,
+    });
     return {
       identity,
       auth,
       bearer,
+      backchannelLogout,
       ready: () => connection.ready(),
       close: async () => {
         connection.close();

@@ -15,6 +15,8 @@ export const LOGOUT_PATH = '/api/v1/auth/logout';
 export const TOKEN_ENDPOINT_PATH = '/oauth/token';
 export const INTROSPECTION_ENDPOINT_PATH = '/oauth/introspect';
 export const REVOCATION_ENDPOINT_PATH = '/oauth/revoke';
+/** OpenID Connect Back-Channel Logout 1.0: where a fronted provider (oidc mode) posts its logout tokens. */
+export const BACKCHANNEL_LOGOUT_PATH = '/oauth/backchannel-logout';
 
 /** Discovery and the public keys, local mode only (tokens/well-known-routes.ts). */
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
@@ -58,6 +60,7 @@ export const GATEWAY_PATHS: readonly string[] = [
   TOKEN_ENDPOINT_PATH,
   INTROSPECTION_ENDPOINT_PATH,
   REVOCATION_ENDPOINT_PATH,
+  BACKCHANNEL_LOGOUT_PATH,
   OPENID_CONFIGURATION_PATH,
   JWKS_PATH,
   ACCOUNT_PATH,

@@ -70,6 +70,11 @@ export class ProviderTokenVerifier {
     }
   }
 
+  /** The provider's keys as jose takes them (with the same refetch and fallback): what its logout tokens are verified with. */
+  get keys(): JWTVerifyGetKey {
+    return this.#getKey;
+  }
+
   get hasKeys(): boolean {
     return this.#keys.jwks() !== undefined;
   }
@@ -105,12 +110,12 @@ export class ProviderTokenVerifier {
  * a timeout, a network failure, a non-200 answer or one that is not a key set
  * (jose reports the last two as its generic error).
  */
-function isFetchFailure(error: unknown): boolean {
+export function isFetchFailure(error: unknown): boolean {
   if (!(error instanceof joseErrors.JOSEError)) return true;
   return error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JWKSInvalid || error.code === 'ERR_JOSE_GENERIC';
 }
 
-function keySetFailure(error: unknown) {
+export function keySetFailure(error: unknown) {
   return gatehouseError(error instanceof joseErrors.JWKSTimeout ? 'identity_provider_timeout' : 'identity_provider_unreachable', {
     reason: 'the provider key set could not be fetched',
     cause: error,

@@ -28,6 +28,11 @@ export class Keyspace {
     return `${this.prefix}ended-session:{${sid}}`;
   }
 
+  /** A provider's back-channel logout token seen here (its issuer and `jti`), kept until it is too old to be accepted. */
+  logoutToken(id: string): string {
+    return `${this.prefix}logout-token:{${id}}`;
+  }
+
   /** A user's sessions, a sorted set by creation time; the `{sub}` hash tag gives each user's set one slot. */
   userSessions(sub: string): string {
     return `${this.prefix}user-sessions:{${sub}}`;

@@ -32,6 +32,8 @@ export class MemoryStore implements Store {
   private readonly requests = new Map<string, { record: RequestRecord; expiresAt: number }>();
   /** Provider sessions ended here: sid → until when (epoch ms). Bounded like sessions. */
   private readonly endedProviderSessions = new Map<string, number>();
+  /** Back-channel logout tokens seen, by id, until when they are remembered. */
+  private readonly logoutTokens = new Map<string, number>();
   private readonly maxSessionsPerUser: number;
   private readonly maxSessions: number;
   private readonly maxRequests: number;
@@ -193,6 +195,17 @@ export class MemoryStore implements Store {
     return untilMs !== undefined && untilMs > Date.now();
   }
 
+  async rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    const untilMs = this.logoutTokens.get(id);
+    if (untilMs !== undefined && untilMs > now) return false;
+    this.logoutTokens.delete(id);
+    this.logoutTokens.set(id, now + ttlMs);
+    // Bounded like the ended sessions: the oldest goes first (and is too old to be accepted again by then, or nearly).
+    if (this.logoutTokens.size > this.maxSessions) this.logoutTokens.delete(this.logoutTokens.keys().next().value as string);
+    return true;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweepTimer);
     this.revocations.clear();
@@ -215,6 +228,9 @@ export class MemoryStore implements Store {
     }
     for (const [sid, untilMs] of this.endedProviderSessions) {
       if (untilMs <= now) this.endedProviderSessions.delete(sid);
+    }
+    for (const [id, untilMs] of this.logoutTokens) {
+      if (untilMs <= now) this.logoutTokens.delete(id);
     }
     for (const [id, entry] of this.requests) {
       if (entry.expiresAt <= now) this.requests.delete(id);

@@ -114,6 +114,12 @@ export interface Store {
   endProviderSession(sid: string, untilMs: number): Promise<void>;
   /** True when `endProviderSession` ended `sid` and its time is not over. */
   providerSessionEnded(sid: string): Promise<boolean>;
+  /**
+   * Remembers the id of a provider's back-channel logout token for `ttlMs`,
+   * on every instance: true the first time, false for a replay of a token
+   * seen in that time (by any instance). Atomic: of two concurrent uses, one wins.
+   */
+  rememberLogoutToken(id: string, ttlMs: number): Promise<boolean>;
 
   /**
    * Called when the feed of revocations from other instances was interrupted

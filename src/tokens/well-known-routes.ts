@@ -36,6 +36,8 @@ export interface OpenIdConfiguration {
   response_types_supported: string[];
   subject_types_supported: string[];
   claims_supported: string[];
+  /** OpenID Connect Back-Channel Logout 1.0: Gatehouse sends no logout tokens to its clients, and says so. */
+  backchannel_logout_supported: false;
 }
 
 /**
@@ -63,6 +65,8 @@ export function openIdConfiguration(issuer: string): OpenIdConfiguration {
     response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: [...CLAIMS_SUPPORTED],
+    // A client cannot register a back-channel logout URI here: sessions end at the gateway itself, on every instance.
+    backchannel_logout_supported: false,
   };
 }
 

@@ -91,6 +91,9 @@ class CountingStore implements Store {
   providerSessionEnded(sid: string): Promise<boolean> {
     return this.#inner.providerSessionEnded(sid);
   }
+  rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
+    return this.#inner.rememberLogoutToken(id, ttlMs);
+  }
 
   onRevocationFeedResumed(listener: () => void): () => void {
     const offInner = this.#inner.onRevocationFeedResumed(listener);

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWTPayload } from 'jose';
 import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
 
 export const TEST_RESOURCE = 'https://api.gatehouse.test';
@@ -29,6 +29,14 @@ export interface TestOpenIdProvider {
   server: Server;
   /** Signs with a fresh key from now on (the old one leaves the key set), as a provider's key rotation does. */
   rotateKeys(): Promise<void>;
+  /**
+   * Ends a session at the provider the way its end_session endpoint does:
+   * the provider's own code signs a logout token and POSTs it to the
+   * client's back-channel logout URI (the `backchannelLogoutUri` option).
+   */
+  logout(sub: string, sid: string): Promise<void>;
+  /** Signs any claims with the provider's current signing key (tests of tokens the provider would never issue). */
+  sign(claims: JWTPayload): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -44,6 +52,8 @@ export interface TestProviderOptions {
   accessTokenTtlS?: number;
   /** A second client that authenticates with private_key_jwt, by this public key. */
   privateKeyJwtClient?: { clientId: string; publicJwk: Record<string, unknown> };
+  /** Turns on Back-Channel Logout 1.0 and registers this URI as the test client's (its logout tokens carry `sid`). */
+  backchannelLogoutUri?: string;
 }
 
 export async function startOpenIdProvider(users: Record<string, TestUser>, options: TestProviderOptions = {}): Promise<TestOpenIdProvider> {
@@ -51,7 +61,8 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  let provider = await buildProvider(issuer, users, options);
+  let key = await signingKey();
+  let provider = await buildProvider(issuer, users, options, key);
   let handle = provider.callback();
   const hits = new Map<string, number>();
   const op: TestOpenIdProvider = {
@@ -63,9 +74,17 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
     },
     server,
     rotateKeys: async () => {
-      provider = await buildProvider(issuer, users, options);
+      key = await signingKey();
+      provider = await buildProvider(issuer, users, options, key);
       handle = provider.callback();
     },
+    logout: async (sub, sid) => {
+      const clients = (provider as unknown as { Client: { find(id: string): Promise<{ backchannelLogout(sub: string, sid: string): Promise<void> }> } }).Client;
+      const client = await clients.find(TEST_CLIENT.clientId);
+      await client.backchannelLogout(sub, sid);
+    },
+    sign: async (claims) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid as string, typ: 'logout+jwt' }).sign(await importJWK(key, 'RS256')),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -82,8 +101,8 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
   return op;
 }
 
-async function buildProvider(issuer: string, users: Record<string, TestUser>, options: TestProviderOptions): Promise<Provider> {
-  const { accessTokenTtlS = 300, privateKeyJwtClient } = options;
+async function buildProvider(issuer: string, users: Record<string, TestUser>, options: TestProviderOptions, key: Record<string, unknown>): Promise<Provider> {
+  const { accessTokenTtlS = 300, privateKeyJwtClient, backchannelLogoutUri } = options;
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -92,6 +111,7 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
         grant_types: ['password', 'refresh_token'],
         response_types: [],
         redirect_uris: [],
+        ...(backchannelLogoutUri && { backchannel_logout_uri: backchannelLogoutUri, backchannel_logout_session_required: true }),
       },
       ...(privateKeyJwtClient
         ? [
@@ -106,12 +126,18 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
           ]
         : []),
     ],
-    jwks: { keys: [await signingKey()] },
+    jwks: { keys: [key] },
+    // The gateway under test listens on loopback, which the provider's SSRF guard refuses to call: its own fetch, unguarded, for the test.
+    fetch: (url: URL | string, init: RequestInit & { dispatcher?: unknown }) => {
+      delete init.dispatcher;
+      return fetch(url, init);
+    },
     scopes: ['openid', 'offline_access', 'api'],
     features: {
       devInteractions: { enabled: false },
       introspection: { enabled: true },
       revocation: { enabled: true },
+      backchannelLogout: { enabled: backchannelLogoutUri !== undefined },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => TEST_RESOURCE,

@@ -107,6 +107,10 @@ export class TestStore implements Store {
     this.#check();
     return this.inner.providerSessionEnded(sid);
   }
+  async rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
+    this.#check();
+    return this.inner.rememberLogoutToken(id, ttlMs);
+  }
   revocationFeedInterrupted(): boolean {
     return this.inner.revocationFeedInterrupted?.() === true;
   }

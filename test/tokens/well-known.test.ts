@@ -120,6 +120,8 @@ describe('GET /.well-known/openid-configuration', () => {
     response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'],
+    // Honest: Gatehouse as a provider sends no back-channel logout tokens.
+    backchannel_logout_supported: false,
   });
 
   it('describes the issuer and its endpoints, and advertises no ID tokens or response types it does not implement', async () => {
