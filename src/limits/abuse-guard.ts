@@ -62,6 +62,14 @@ export const DEFAULT_ABUSE_LIMITS: AbuseGuardLimits = {
   trustForMs: 24 * 3_600_000,
 };
 
+/**
+ * Never struck: the host itself (a reverse proxy on the same machine that is
+ * not in `server.trustedProxies`, a sidecar, health checks) speaks for many
+ * clients, and refusing it would refuse them all; '' is a request whose socket
+ * has gone. Other loopback addresses (127.0.0.2 and up) are struck as any.
+ */
+const SPEAKS_FOR_MANY = new Set(['127.0.0.1', '::1', '']);
+
 interface AddressRecord {
   windowStartMs: number;
   strikes: number;
@@ -104,6 +112,7 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
 
   /** Counts one refused piece of unauthenticated work against `address`. */
   strike(address: string): void {
+    if (SPEAKS_FOR_MANY.has(address)) return;
     const now = this.#now();
     let record = this.#records.get(address);
     if (record === undefined || now - record.windowStartMs >= this.#limits.windowMs) {
