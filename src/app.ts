@@ -7,16 +7,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AccountService } from './account/account-service.js';
-import { accountPage } from './account/account-page.js';
-import { accountRoutes } from './account/account-routes.js';
 import type { ApiKeyDirectory } from './account/api-key-directory.js';
 import { FileApiKeys } from './account/file-api-keys.js';
 import { StoreApiKeys } from './account/store-api-keys.js';
 import type { Authentication } from './auth/auth-service.js';
 import { RouteAuthorization } from './authz/route-authorization.js';
 import { CorsPolicy } from './cors/cors-policy.js';
-import { authRoutes } from './auth/auth-routes.js';
-import { tokenEndpoint } from './auth/token-endpoint.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { issuerPortWarning } from './config-load/issuer-default.js';
@@ -24,8 +20,8 @@ import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
-import { errorHandler } from './http/error-handler.js';
 import { adminListener } from './server/admin-listener.js';
+import { registerGatewayEndpoints } from './server/gateway-endpoints.js';
 import { FrontDoor } from './server/front-door.js';
 import { publicListener } from './server/public-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
@@ -36,8 +32,6 @@ import { FairWorkQueue } from './limits/fair-work-queue.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
 import { createLogger } from './observability/logger.js';
-import { LogoutTokenThrottle } from './limits/logout-token-throttle.js';
-import { backchannelLogoutRoute } from './oidc/backchannel-logout-route.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
 import { PeerAgreement } from './observability/peer-agreement.js';
@@ -56,17 +50,13 @@ import { HeaderPolicy } from './proxy/upstream-headers.js';
 import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
 import { AsyncCapture } from './requests/async-capture.js';
-import { Journal } from './requests/journal.js';
-import { RequestTracker } from './requests/request-tracker.js';
-import { statusRoutes } from './requests/status-routes.js';
+import { openRequestTracker } from './requests/open-tracker.js';
+import type { RequestTracker } from './requests/request-tracker.js';
 import { UpstreamReconciler } from './requests/upstream-reconciler.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
-import { canonicalIssuer } from './tokens/issuer.js';
-import { loadKeySet, type KeySet } from './tokens/keyset.js';
-import { NO_SIGNING_KEYS } from './tokens/no-keys.js';
-import { shareKeys } from './tokens/share-keys.js';
-import { wellKnownRoutes } from './tokens/well-known-routes.js';
+import type { KeySet } from './tokens/keyset.js';
+import { loadSigningKeys } from './tokens/share-keys.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -127,22 +117,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
-  // Only local mode signs tokens: fronting a provider, no keys file is read or created.
-  const keysFile = config.tokens.keysFile;
-  const fileKeys =
-    keysFile === undefined
-      ? undefined
-      : await loadKeySet({
-          file: keysFile,
-          algorithm: config.tokens.algorithm,
-          retainS: config.tokens.refreshTokenTtlS,
-          logger,
-          readOnly: options.readOnlyKeys ?? false,
-          watch: true,
-        });
-  // With Redis, every instance's published keys verify (tokens/shared-keyset.ts); disagreements are reported.
-  const sharedKeys = fileKeys && (await shareKeys(config, store, fileKeys, logger));
-  const keys: KeySet = sharedKeys ?? fileKeys ?? NO_SIGNING_KEYS;
+  // Only local mode signs tokens; with Redis, every instance's published keys verify (tokens/shared-keyset.ts).
+  const { keys, shared: sharedKeys } = await loadSigningKeys(config, store, logger, { readOnly: options.readOnlyKeys ?? false });
   const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
   const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
@@ -162,19 +138,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     },
   });
   const { identity, auth, bearer } = mode;
-  const requests = new RequestTracker({
-    store,
-    metrics,
-    logger,
-    retentionMs: config.requests.retentionS * 1000,
-    outboxMaxEntries: config.requests.outboxMaxEntries,
-    unknownAfterOutageMs: config.requests.unknownAfterOutageS * 1000,
-    // The in-memory store never refuses a record: nothing to journal, and the
-    // embedded default writes no folder.
-    ...(store.kind === 'redis' && {
-      journal: await Journal.open(config.requests.journalDir, { logger, maxBytes: config.requests.journalMaxBytes }),
-    }),
-  });
+  const requests = await openRequestTracker(config, store, metrics, logger);
   const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
 
   const registry = new TargetRegistry();
@@ -237,46 +201,27 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     abuse.strike(address);
   });
   app.server.on('upgrade', websockets.handleUpgrade);
-  await app.register(errorHandler);
-  await app.register(authRoutes, { auth, bodyLimitBytes: config.server.apiBodyLimitBytes, clientAddress });
-  // A fronted provider's logout reaches us (OpenID Connect Back-Channel Logout), throttled as the token endpoint is.
-  if (mode.backchannelLogout) {
-    const throttle = new LogoutTokenThrottle(config.limits.login, limiters);
-    await app.register(backchannelLogoutRoute, { logout: mode.backchannelLogout, throttle, clientAddress, bodyLimitBytes: config.server.apiBodyLimitBytes });
-  }
-  // Gatehouse is an OpenID Provider itself only in local mode; fronting one, it does not pose as one.
-  if (mode.local) {
-    await app.register(wellKnownRoutes, { keys, tokens: config.tokens });
-    await app.register(tokenEndpoint, {
-      auth: mode.local.service,
-      bodyLimitBytes: config.server.apiBodyLimitBytes,
-      clients: config.tokens.clients,
-      issuer: canonicalIssuer(config.tokens.issuer),
-      hashing: passwordHashing,
-      clientAddress,
-    });
-  }
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
+  let account: AccountService | undefined;
   if (config.account.enabled && mode.local) {
     const fileKeys = new FileApiKeys(mode.local.usersFile, mode.local.users);
     userKeys ??= fileKeys;
-    const account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
-    await app.register(accountRoutes, {
-      account,
-      bearer,
-      bodyLimitBytes: config.server.apiBodyLimitBytes,
-      maxKeyLifetimeDays: config.account.maxKeyLifetimeDays,
-    });
-    await app.register(accountPage);
+    account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
   }
-  await app.register(statusRoutes, {
+  await registerGatewayEndpoints(app, {
+    config,
+    auth,
     bearer,
+    clientAddress,
+    limiters,
+    keys,
+    passwordHashing,
     holdings,
-    tracker: requests,
+    requests,
     reconciler,
-    retryAfterS: config.requests.retryAfterS,
-    maxWaitS: config.requests.maxWaitS,
-    bodyLimitBytes: config.server.apiBodyLimitBytes,
+    tokenService: mode.local?.service,
+    account,
+    backchannelLogout: mode.backchannelLogout,
   });
 
   const reloader = options.configFile

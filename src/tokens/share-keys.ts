@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { fileDigest } from '../files/file-digest.js';
 import type { Store } from '../store/store.js';
-import type { WatchedKeySet } from './keyset.js';
+import { loadKeySet, type KeySet, type WatchedKeySet } from './keyset.js';
+import { NO_SIGNING_KEYS } from './no-keys.js';
 import { SharedKeySet } from './shared-keyset.js';
 
 /** The shared set, started (its keys published, its peers' read), or undefined when the store is not shared. */
@@ -27,4 +28,29 @@ export async function shareKeys(config: Config, store: Store, local: WatchedKeyS
   });
   await shared.start();
   return shared;
+}
+
+export interface SigningKeys {
+  /** What signs and verifies: the shared set, the keys file's, or none (fronting a provider). */
+  keys: KeySet;
+  /** The keys file's set; undefined in oidc mode, where no keys file is read or created. */
+  file: WatchedKeySet | undefined;
+  /** The union of every instance's keys, with a Redis store. */
+  shared: SharedKeySet | undefined;
+}
+
+/** Loads the keys file (local mode only: fronting a provider, Gatehouse signs nothing) and shares it when the store is. */
+export async function loadSigningKeys(config: Config, store: Store, logger: Logger, options: { readOnly: boolean }): Promise<SigningKeys> {
+  const keysFile = config.tokens.keysFile;
+  if (keysFile === undefined) return { keys: NO_SIGNING_KEYS, file: undefined, shared: undefined };
+  const file = await loadKeySet({
+    file: keysFile,
+    algorithm: config.tokens.algorithm,
+    retainS: config.tokens.refreshTokenTtlS,
+    logger,
+    readOnly: options.readOnly,
+    watch: true,
+  });
+  const shared = await shareKeys(config, store, file, logger);
+  return { keys: shared ?? file, file, shared };
 }

@@ -1,0 +1,83 @@
+// What the public listener answers itself, registered in one fixed order: the
+// spec's login, refresh and logout; a fronted provider's back-channel logout;
+// Gatehouse's own OpenID Provider endpoints (local mode only: fronting a
+// provider, it does not pose as one); the account page and API; the status of
+// asynchronous requests. Everything else on the public listener is the proxy's.
+import type { FastifyInstance } from 'fastify';
+import type { AccountService } from '../account/account-service.js';
+import { accountPage } from '../account/account-page.js';
+import { accountRoutes } from '../account/account-routes.js';
+import { authRoutes } from '../auth/auth-routes.js';
+import type { AuthService, Authentication } from '../auth/auth-service.js';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import { tokenEndpoint } from '../auth/token-endpoint.js';
+import type { Config } from '../config/schema.js';
+import type { ClientAddress } from '../http/client-address.js';
+import { errorHandler } from '../http/error-handler.js';
+import type { FairWorkQueue } from '../limits/fair-work-queue.js';
+import type { LimiterFactory } from '../limits/limiters.js';
+import { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
+import type { BackchannelLogout } from '../oidc/backchannel-logout.js';
+import { backchannelLogoutRoute } from '../oidc/backchannel-logout-route.js';
+import type { SessionHoldings } from '../proxy/session-holdings.js';
+import type { RequestTracker } from '../requests/request-tracker.js';
+import { statusRoutes } from '../requests/status-routes.js';
+import type { UpstreamReconciler } from '../requests/upstream-reconciler.js';
+import { canonicalIssuer } from '../tokens/issuer.js';
+import type { KeySet } from '../tokens/keyset.js';
+import { wellKnownRoutes } from '../tokens/well-known-routes.js';
+
+export interface GatewayEndpointParts {
+  config: Config;
+  auth: Authentication;
+  bearer: BearerAuthenticator;
+  clientAddress: ClientAddress;
+  limiters: LimiterFactory;
+  keys: KeySet;
+  passwordHashing: FairWorkQueue;
+  holdings: SessionHoldings;
+  requests: RequestTracker;
+  reconciler: UpstreamReconciler;
+  /** Local mode: Gatehouse's own token service, behind the OAuth endpoints. */
+  tokenService?: AuthService | undefined;
+  /** The account page and API, when enabled (local mode). */
+  account?: AccountService | undefined;
+  /** A fronted provider's back-channel logout (oidc mode). */
+  backchannelLogout?: BackchannelLogout | undefined;
+}
+
+export async function registerGatewayEndpoints(app: FastifyInstance, parts: GatewayEndpointParts): Promise<void> {
+  const { config, bearer, clientAddress } = parts;
+  const bodyLimitBytes = config.server.apiBodyLimitBytes;
+  await app.register(errorHandler);
+  await app.register(authRoutes, { auth: parts.auth, bodyLimitBytes, clientAddress });
+  // A fronted provider's logout reaches us (OpenID Connect Back-Channel Logout), throttled as the token endpoint is.
+  if (parts.backchannelLogout) {
+    const throttle = new LogoutTokenThrottle(config.limits.login, parts.limiters);
+    await app.register(backchannelLogoutRoute, { logout: parts.backchannelLogout, throttle, clientAddress, bodyLimitBytes });
+  }
+  if (parts.tokenService) {
+    await app.register(wellKnownRoutes, { keys: parts.keys, tokens: config.tokens });
+    await app.register(tokenEndpoint, {
+      auth: parts.tokenService,
+      bodyLimitBytes,
+      clients: config.tokens.clients,
+      issuer: canonicalIssuer(config.tokens.issuer),
+      hashing: parts.passwordHashing,
+      clientAddress,
+    });
+  }
+  if (parts.account) {
+    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
+    await app.register(accountPage);
+  }
+  await app.register(statusRoutes, {
+    bearer,
+    holdings: parts.holdings,
+    tracker: parts.requests,
+    reconciler: parts.reconciler,
+    retryAfterS: config.requests.retryAfterS,
+    maxWaitS: config.requests.maxWaitS,
+    bodyLimitBytes,
+  });
+}
