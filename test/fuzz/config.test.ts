@@ -51,7 +51,8 @@ const ENV_NAMES = [
 ];
 
 /** `field.path[0].more…` or `(top level)`, maybe `(from VARIABLE)`, then the problem. */
-const PROBLEM = /^(\(top level\)|[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*|\[\d+\])*)(?: \(from ([A-Z_]+)\))?: \S/;
+// `path: what is wrong`, or for a field left out `path is required: what it is, e.g. …`.
+const PROBLEM = /^(\(top level\)|[A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*|\[\d+\])*)(?: \(from ([A-Z_]+)\))?(?: is required)?: \S/;
 
 type Outcome = { config: unknown } | { problems: Array<{ path: string[]; env: string | undefined }> };
 
