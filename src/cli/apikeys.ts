@@ -11,7 +11,7 @@ import type { StoreConfig } from '../config/schema.js';
 import { isApiKeyActive, readUsersFile, writeUsersFile, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
 import { addApiKey, getUser, revokeApiKey, findApiKey } from '../identity/users-changes.js';
 import { createStore } from '../store/create-store.js';
-import { withinDeadline } from '../store/redis-connection.js';
+import { withinDeadline } from '../core/deadline.js';
 import type { Store } from '../store/store.js';
 import { redactStoreUrl } from '../store/store-url.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';

@@ -1,6 +1,7 @@
 // What the Redis store does around its connections rather than with them:
 // deadlines, closing, and reporting failures without flooding the log or
 // leaking a password into it.
+import { withinDeadline } from '../core/deadline.js';
 import type { Logger } from 'pino';
 import type { RedisClient } from './redis-client.js';
 
@@ -8,16 +9,7 @@ const QUIT_TIMEOUT_MS = 1_000;
 /** A down Redis errors on every reconnect attempt; one warning per interval is enough. */
 const CONNECTION_WARNING_INTERVAL_MS = 10_000;
 
-/** `operation`, or a rejection once `timeoutMs` have passed without its answer. */
-export function withinDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
-  });
-  // The losing operation still settles later; race() has subscribed to it, so
-  // its rejection is handled and cannot surface as an unhandled one.
-  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
-}
+export { withinDeadline };
 
 export async function quitOrDisconnect(connection: RedisClient): Promise<void> {
   try {

@@ -144,7 +144,10 @@ export async function startFailoverRun(storeUrl: string, upstream: ScriptedUpstr
       for (const { id, status, heard } of acknowledged) {
         const found = (await poll(gw.url, id, alice.access_token)).body as { status?: unknown } | undefined;
         if (found?.status !== status) lost.push([id, status, found?.status]);
-        const polled = await heard;
+        // A long poll the switch interrupted answers 503 with Retry-After (the store was away), and its client asks
+        // again; what must never happen is a poll answering anything but the reported status once it was applied.
+        let polled = await heard;
+        if (polled === 503) polled = ((await poll(gw.url, id, alice.access_token)).body as { status?: unknown } | undefined)?.status;
         if (polled !== status) unheard.push([id, status, polled]);
       }
       return { acknowledged: acknowledged.length, lost, unheard };
