@@ -4,22 +4,25 @@
 // event stream and an upload opened through instance B end when the session
 // ends through instance A (or through the users file both watch): the
 // stream cleanly (its last chunk), the upload with the 401 of an ended
-// session, and the upstream's side of both closes.
+// session, and the upstream's side of both closes. A long poll of the status
+// endpoint waiting on instance B ends too, with the same 401.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runUsersCommand } from '../../src/cli/users.js';
 import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 import { revokeApiKey } from '../../src/identity/users-changes.js';
 import { runCommand } from '../helpers/cli.js';
+import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { login, postJson, startTestGateway, writeTestUsers, type TestGateway, type TestUser } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { nextIdentityChange } from '../helpers/users.js';
+import { EVENTUALLY, poll, startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
 import { expectStreamEnded, expectUploadRefused, openStream, openUpload, startHoldingUpstream, type HoldingUpstream } from './session-end-support.js';
 
 const PASSWORD = 'a-long-password-1';
-const USERS: TestUser[] = ['logout', 'everywhere', 'disabled', 'removed', 'keyholder', 'filekey', 'reader', 'evicted'].map((name) => ({
+const USERS: TestUser[] = ['logout', 'everywhere', 'disabled', 'removed', 'keyholder', 'filekey', 'reader', 'evicted', 'poller'].map((name) => ({
   name,
   password: PASSWORD,
   ...(name === 'reader' && { roles: ['reader'] }),
@@ -28,6 +31,8 @@ const USERS: TestUser[] = ['logout', 'everywhere', 'disabled', 'removed', 'keyho
 
 let redis: { url: string; close(): Promise<void> };
 let upstream: HoldingUpstream;
+/** Answers 202 with a fresh requestId: what a long poll waits on. */
+let jobs: ScriptedUpstream;
 let dir: string;
 let usersFile: string;
 let fileKeys: Record<string, string[]>;
@@ -37,6 +42,7 @@ let b: TestGateway;
 beforeAll(async () => {
   redis = await testRedisUrl();
   upstream = await startHoldingUpstream();
+  jobs = await startScriptedUpstream();
   dir = await mkdtemp(join(tmpdir(), 'gatehouse-session-end-'));
   usersFile = join(dir, 'users.yaml');
   fileKeys = await writeTestUsers(usersFile, USERS);
@@ -46,7 +52,10 @@ beforeAll(async () => {
     tokens: { keysFile: join(dir, 'keys.json') },
     limits: { maxSessionsPerUser: 2 },
     authorization: { roles: ['reader'] },
+    // Far longer than the test may take: a poll that ended only when its wait ran out fails the test by its timeout.
+    requests: { maxWaitS: 300 },
     routes: [
+      { name: 'jobs', prefix: '/jobs', upstreams: [jobs.url] },
       { name: 'live', prefix: '/live', upstreams: [upstream.url] },
       { name: 'guarded', prefix: '/guarded', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } },
     ],
@@ -59,6 +68,7 @@ afterAll(async () => {
   await a?.close();
   await b?.close();
   await upstream?.close();
+  await jobs?.close();
   await redis?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -157,5 +167,19 @@ describe('what a session holds open on one instance ends when the session ends o
     expect(outcome).toBe('streaming');
     await postJson(`${a.url}/api/v1/auth/logout`, {}, bearer(staying.access_token));
     await expectStreamEnded(other);
+  });
+
+  it('logout: a status long poll waiting on the other instance ends with 401', async () => {
+    const tokens = await login(a.url, 'poller', PASSWORD);
+    const accepted = await fetch(`${a.url}/jobs/new`, { method: 'POST', headers: bearer(tokens.access_token) });
+    expect(accepted.status).toBe(202);
+    const { requestId } = (await accepted.json()) as { requestId: string };
+    const waiting = poll(b.url, requestId, tokens.refresh_token, { wait: '300' });
+    await vi.waitFor(() => expect(b.gateway.requests.watching).toBe(1), EVENTUALLY);
+    expect((await postJson(`${a.url}/api/v1/auth/logout`, {}, bearer(tokens.access_token))).status).toBe(204);
+    const answer = await waiting;
+    expectDiagnoses(answer.status, JSON.stringify(answer.body), 401, /session ended/);
+    expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer /);
+    expect(b.gateway.requests.watching).toBe(0);
   });
 });
