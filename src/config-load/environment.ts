@@ -7,6 +7,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
+import { readTlsMaterial, TlsMaterialError } from '../http/tls-material.js';
 import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
 import type { ConfiguredFiles } from './load.js';
 
@@ -36,6 +37,9 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
   if (files.privateKeyFile !== undefined) {
     problems.push(...privateKeyProblems(files.privateKeyFile).map((p) => `${options.label('identity.privateKeyFile')}: ${p}`));
   }
+  if (files.tls?.certFile !== undefined && files.tls.keyFile !== undefined) {
+    problems.push(...tlsProblems({ certFile: files.tls.certFile, keyFile: files.tls.keyFile, caFile: files.tls.caFile }, options.label));
+  }
   if (files.journalDir !== undefined) {
     problems.push(...journalDirProblems(files.journalDir).map((p) => `requests.journalDir: ${p}`));
   }
@@ -60,6 +64,18 @@ function journalDirProblems(dir: string): string[] {
     return [`directory ${folder} is not writable (accepted requests are journalled in ${dir} while the store is down)`];
   }
   return [];
+}
+
+/** The public listener's pair (and client CAs), judged by the code that serves them: missing, unreadable or mismatched is refused before anything binds. */
+function tlsProblems(files: { certFile: string; keyFile: string; caFile?: string | undefined }, label: (path: string) => string): string[] {
+  const fields = { certFile: 'server.tls.certFile', keyFile: 'server.tls.keyFile', caFile: 'server.tls.clientCertificates.caFile' };
+  try {
+    readTlsMaterial(files);
+    return [];
+  } catch (error) {
+    if (!(error instanceof TlsMaterialError)) throw error;
+    return [`${label(fields[error.file])}: ${error.message}`];
+  }
 }
 
 /** The client's key for private_key_jwt: a readable PKCS#8 PEM private key (never quoted back: it is a secret). */

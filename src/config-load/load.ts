@@ -110,6 +110,8 @@ export interface ConfiguredFiles {
   privateKeyFile?: string;
   /** Only with a Redis store: the in-memory store never journals. */
   journalDir?: string;
+  /** The public listener's certificate, key and client CAs (`server.tls`). */
+  tls?: { certFile?: string; keyFile?: string; caFile?: string };
 }
 
 export interface ConfigValidation {
@@ -153,6 +155,13 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
   const privateKeyFile = stringAt(merged, 'identity', 'privateKeyFile');
   if (privateKeyFile) files.privateKeyFile = resolvePath(options.baseDir, privateKeyFile);
+  const tlsFile = (...path: string[]) => {
+    const value = valueAt(merged, ['server', 'tls', ...path]);
+    return typeof value === 'string' && value !== '' ? resolvePath(options.baseDir, value) : undefined;
+  };
+  if (valueAt(merged, ['server', 'tls']) !== undefined) {
+    files.tls = { certFile: tlsFile('certFile'), keyFile: tlsFile('keyFile'), caFile: tlsFile('clientCertificates', 'caFile') };
+  }
   if (stringAt(merged, 'store', 'url')) {
     files.journalDir = resolvePath(options.baseDir, stringAt(merged, 'requests', 'journalDir') ?? DEFAULT_JOURNAL_DIR);
   }
@@ -173,6 +182,11 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   if (files.keysFile !== undefined) config.tokens.keysFile = files.keysFile;
   else delete config.tokens.keysFile;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
+  if (config.server.tls !== undefined) {
+    config.server.tls.certFile = files.tls!.certFile!;
+    config.server.tls.keyFile = files.tls!.keyFile!;
+    if (config.server.tls.clientCertificates) config.server.tls.clientCertificates.caFile = files.tls!.caFile!;
+  }
   return { config: deepFreeze(config), problems: [], files, label };
 }
 

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import * as d from './defaults.js';
+import { ListenerHttp2Schema, ListenerTlsSchema } from './listener-tls-schema.js';
 import { host, port, positiveInt, withoutIssues } from './schema-primitives.js';
 
 /** The public listener: where clients connect, and the caps and deadlines that keep it answering. */
@@ -61,6 +62,10 @@ export function serverSchema(checks: ContentChecks) {
         maxBytes: positiveInt.default(d.DEFAULT_LINGERING_MAX_BYTES),
       })
       .prefault({}),
+    /** TLS on the public listener (certificate files, reloaded when they change); absent: plain HTTP/1.1. */
+    tls: ListenerTlsSchema.optional(),
+    /** HTTP/2 to clients on the TLS listener. */
+    http2: ListenerHttp2Schema.prefault({}),
   });
 }
 

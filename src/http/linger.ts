@@ -31,6 +31,8 @@ const lingering = new WeakSet<Socket>();
  * nothing changes and the connection stays keep-alive.
  */
 export function lingerAfterEarlyAnswer(req: IncomingMessage, res: ServerResponse, bounds: LingerBounds): void {
+  // HTTP/2 needs none: the answer ends its own stream, and the rest of the body is refused on that stream alone.
+  if (req.httpVersionMajor === 2) return;
   const socket = req.socket as Socket | null;
   if (req.complete || socket === null || socket.destroyed || lingering.has(socket)) return;
   lingering.add(socket);

@@ -27,6 +27,8 @@ export interface RequestSummary {
   upstreamMs: number | undefined;
   subject: string | undefined;
   userAgent: string | undefined;
+  /** The HTTP version the client spoke (`1.1`, `2.0`): h2 and HTTP/1.1 share the listener when TLS is on. */
+  protocol?: string | undefined;
   /** WebSocket only: the handshake (`open`, status 101 or a refusal) or the tunnel's end (`close`). */
   event?: 'open' | 'close';
   /** Whether the response was sent whole (false: the client or upstream went away first). */

@@ -52,6 +52,7 @@ export class RequestTelemetry {
         ...(summary.event !== undefined && { event: summary.event }),
         address: summary.clientAddress,
         method: summary.method,
+        protocol: summary.protocol,
         route: summary.route,
         url: summary.url,
         upstream: summary.upstream,

@@ -5,7 +5,10 @@ import type { IncomingMessage } from 'node:http';
 
 export function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) return true;
+  if (length !== undefined || req.httpVersionMajor !== 2) return false;
+  // HTTP/2 has no chunked coding: a body of unknown length is announced by a HEADERS frame without END_STREAM.
+  return (req as IncomingMessage & { stream?: { endAfterHeaders?: boolean } }).stream?.endAfterHeaders === false;
 }
 
 export function declaredLengthExceeds(req: IncomingMessage, limit: number): boolean {

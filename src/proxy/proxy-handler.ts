@@ -236,6 +236,7 @@ export class ProxyHandler {
       // Worked out only for the line: metrics do not need it.
       clientAddress: telemetry.detailed ? this.#options.clientAddress.of(req) : undefined,
       method: req.method ?? 'GET',
+      protocol: req.httpVersion,
       route: route?.name ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(exchange.url) : '',
       status: res.statusCode,

@@ -269,6 +269,7 @@ export class WebSocketProxy {
       trace: upgrade.trace,
       clientAddress: telemetry.detailed ? this.#options.clientAddress.of(req) : undefined,
       method: 'GET',
+      protocol: req.httpVersion,
       route: upgrade.route?.name ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(upgrade.url) : '',
       // 499 in the nginx manner: the client left before anything was answered.

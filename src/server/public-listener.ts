@@ -1,6 +1,6 @@
 // The public listener: Fastify for the gateway's own endpoints, every other
 // request straight to the proxy's handler.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
@@ -19,6 +19,8 @@ import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } f
 import { traceOf } from '../observability/trace-context.js';
 import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
 import type { FrontDoor } from './front-door.js';
+import { adaptHttp2Request } from './http2-request.js';
+import { hstsValue, secureListener } from './secure-listener.js';
 import { recordRoutes } from './route-record.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -45,14 +47,21 @@ export function publicListener(
   front?: FrontDoor,
 ): FastifyInstance {
   const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs, lingeringClose: lingering } = config.server;
+  const { tls } = config.server;
+  const hsts = tls === undefined ? undefined : hstsValue(tls);
   const app = Fastify({
+    // Only the address Fastify reports (https://): the server is ours (serverFactory).
+    ...(tls !== undefined && { https: true as never }),
     // Its `req` serializer logs the client address as `clientAddress` reads it.
     loggerInstance: withClientAddress(logger, clientAddress) as FastifyBaseLogger,
     serverFactory: (fastify: RequestListener) => {
       // No listener-wide request deadline: a proxied upload has its route's
       // deadline and minimum rate (limits/body-guard.ts); the gateway's own
       // endpoints get theirs here.
-      const server = createServer(arrivalTimeouts(headersTimeoutMs, 0), (req, res) => {
+      const handler: RequestListener = (req, res) => {
+        // HTTP/2 (server.tls): the request made to read as HTTP/1.1's does (its host, its own socket).
+        if (req.httpVersionMajor === 2) adaptHttp2Request(req, res);
+        if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
         if (isGatewayPath(req.url ?? '/')) {
@@ -63,9 +72,14 @@ export function publicListener(
           // Proxied requests ask the front door only while some address is refused.
         } else if (front?.active === true && front.refuses(req, res)) lingerAfterEarlyAnswer(req, res, lingering);
         else proxy(req, res);
-      });
-      // Fastify sets this only on servers it creates itself.
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      };
+      let server: Server;
+      if (tls !== undefined) server = secureListener(config.server, handler, KEEP_ALIVE_TIMEOUT_MS, logger).server as unknown as Server;
+      else {
+        server = createServer(arrivalTimeouts(headersTimeoutMs, 0), handler);
+        // Fastify sets this only on servers it creates itself.
+        server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      }
       limitConnections(
         server,
         { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, clientAddress },
@@ -112,6 +126,7 @@ export function publicListener(
       trace: traceOf(raw),
       clientAddress: telemetry.detailed ? clientAddress.of(raw) : undefined,
       method: request.method,
+      protocol: raw.httpVersion,
       // The route's pattern (`/api/v1/account/sessions/:id`, `/api/v1/requests/*`): bounded, never the raw path.
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
       url: telemetry.detailed ? redactUrl(request.url) : '',

@@ -28,6 +28,7 @@ function fullConfig(provider: 'local' | 'oidc', secretHash: string): Record<stri
         ? { provider: 'local', usersFile: './users.yaml' }
         : { provider: 'oidc', issuer: 'https://login.example.com', clientId: 'gatehouse', clientSecret: 'secret' },
     tokens: { keysFile: './keys.json', clients: [{ id: 'orders', secretHash }] },
+    server: { tls: { certFile: './tls.crt', keyFile: './tls.key', clientCertificates: { caFile: './clients-ca.crt' } } },
     cors: origins(),
     routes: [{ prefix: '/orders', upstreams: ['http://127.0.0.1:3000'], rateLimit: { points: 10, durationS: 60 }, cors: origins() }],
   };

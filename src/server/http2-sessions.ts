@@ -1,0 +1,85 @@
+// The HTTP/2 connections (sessions) of the public listener: how many of
+// their streams a client may cancel, and how they end when the gateway stops.
+//
+// The rapid-reset pattern (CVE-2023-44487): a client opens a stream and
+// cancels it at once (HEADERS, then RST_STREAM), again and again. The cap on
+// concurrent streams never binds, since each stream is gone before the next
+// comes, yet every one of them made the gateway start a request: admission,
+// a bearer check, maybe an upstream request. Streams the client cancelled
+// before their answer was complete are counted per connection in a window;
+// past the bound the connection is closed with GOAWAY ENHANCE_YOUR_CALM, and
+// the client must open (and, on TLS, handshake) a new one, which the
+// connection caps bound in turn. Streams the gateway itself ends (a cut
+// upload, an ended session) do not count: only the client's cancels do.
+//
+// Stopping: Node closes idle HTTP/1.1 connections (closeIdleConnections), but
+// knows no idle HTTP/2 session. Here each session is sent GOAWAY instead (no
+// new streams; those open finish), and cut at the end of the grace.
+import { constants, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
+import { Server as HttpServer } from 'node:http';
+import type { Logger } from 'pino';
+
+export interface ResetBounds {
+  maxResetsPerWindow: number;
+  resetWindowMs: number;
+}
+
+/** Sessions closed for too many resets, for the tests and the metrics. */
+export interface Http2Refusals {
+  rapidReset: number;
+}
+
+/** How long a connection told to go away (rapid reset) may take to close before it is cut. */
+const GOAWAY_GRACE_MS = 1_000;
+
+/** How often a refusal is logged at most: a flood must not become a flood of log lines. */
+const WARN_INTERVAL_MS = 10_000;
+
+export function guardHttp2Sessions(server: Http2SecureServer, bounds: ResetBounds, logger: Logger): Http2Refusals {
+  const refusals: Http2Refusals = { rapidReset: 0 };
+  const sessions = new Set<ServerHttp2Session>();
+  let lastWarning = 0;
+
+  server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+    let windowStart = 0;
+    let resets = 0;
+    const onAborted = (): void => {
+      const now = Date.now();
+      if (now - windowStart > bounds.resetWindowMs) {
+        windowStart = now;
+        resets = 0;
+      }
+      resets += 1;
+      if (resets <= bounds.maxResetsPerWindow || session.destroyed) return;
+      refusals.rapidReset += 1;
+      if (now - lastWarning >= WARN_INTERVAL_MS) {
+        lastWarning = now;
+        const address = session.socket?.remoteAddress;
+        logger.warn({ event: 'http2_rapid_reset', address, resets, windowMs: bounds.resetWindowMs }, 'HTTP/2 connection closed: too many cancelled streams');
+      }
+      // GOAWAY first, so the client learns why; no new stream is taken from now on, and the connection goes soon after.
+      session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+      session.close();
+      setTimeout(() => session.destroy(), GOAWAY_GRACE_MS).unref();
+    };
+    // 'aborted': the peer reset the stream before its answer was complete; the gateway's own resets never emit it.
+    session.on('stream', (stream) => stream.once('aborted', onAborted));
+  });
+
+  // Node's own (allowHTTP1) closes idle HTTP/1.1 connections; its types do not show it.
+  const closable = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
+  const closeIdleHttp1 = closable.closeIdleConnections.bind(server);
+  // The drain's and Fastify's close: GOAWAY to every session, HTTP/1.1 connections closed once idle.
+  closable.closeIdleConnections = () => {
+    closeIdleHttp1();
+    for (const session of sessions) if (!session.closed && !session.destroyed) session.close();
+  };
+  closable.closeAllConnections = () => {
+    for (const session of sessions) session.destroy();
+    // Node tracks the HTTP/1.1 connections of an allowHTTP1 server as its HTTP server does.
+    HttpServer.prototype.closeAllConnections.call(server as unknown as HttpServer);
+  };
+  return refusals;
+}

@@ -1,0 +1,29 @@
+// Node's HTTP/2 client for the tests: a session to a TLS listener that trusts
+// the test's own certificate, and one request on it read whole.
+import { once } from 'node:events';
+import { connect, type ClientHttp2Session, type IncomingHttpHeaders, type IncomingHttpStatusHeader, type OutgoingHttpHeaders } from 'node:http2';
+
+export interface H2Answer {
+  status: number;
+  headers: IncomingHttpHeaders & IncomingHttpStatusHeader;
+  body: string;
+}
+
+/** A session to `url` (https://), trusting `ca`; resolves once it is connected, h2 negotiated by ALPN. */
+export async function h2Session(url: string, ca: Buffer): Promise<ClientHttp2Session> {
+  const session = connect(url, { ca, servername: 'localhost' });
+  session.on('error', () => undefined);
+  await once(session, 'connect');
+  return session;
+}
+
+/** One request on `session`, its answer read whole. */
+export async function h2Request(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: string): Promise<H2Answer> {
+  const stream = session.request(headers, { endStream: body === undefined });
+  if (body !== undefined) stream.end(body);
+  const [answer] = (await once(stream, 'response')) as [IncomingHttpHeaders & IncomingHttpStatusHeader];
+  stream.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of stream) text += chunk as string;
+  return { status: Number(answer[':status']), headers: answer, body: text };
+}
