@@ -1,0 +1,105 @@
+// Client certificates on the TLS listener (server.tls.clientCertificates), and
+// how an HTTP/2 connection ends when the gateway stops.
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { h2Request, h2Session } from '../helpers/h2-client.js';
+import { makeTlsPair, type TlsPair } from '../helpers/tls-pair.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
+
+let dir: string;
+let server: TlsPair;
+let client: TlsPair;
+let stranger: TlsPair;
+let up: Upstream;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gatehouse-mtls-'));
+  server = makeTlsPair(dir, 'gateway', 0x4001);
+  // Self-signed client certificates: the CA bundle holds the one that is trusted.
+  client = makeTlsPair(dir, 'trusted-client', 0x4002, { clientAuth: true });
+  stranger = makeTlsPair(dir, 'stranger', 0x4003, { clientAuth: true });
+  up = await startUpstream();
+});
+afterAll(async () => {
+  await up?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function get(url: string, identity?: TlsPair): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const options = { agent: false, ca: server.cert, servername: 'localhost', ...(identity && { cert: identity.cert, key: identity.key }) };
+    const req = httpsRequest(url, options, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('client certificates required', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      config: {
+        server: { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCertificates: { caFile: client.certFile } } },
+        routes: [{ name: 'open', prefix: '/open', upstreams: [up.url], auth: 'none' }],
+      },
+    });
+  });
+  afterAll(() => gw?.close());
+
+  it('serves a client whose certificate the CA bundle signs', async () => {
+    expect(await get(`${gw.url}/open/x`, client)).toBe(200);
+  });
+
+  it('refuses a client without a certificate, or with one the bundle does not sign, at the handshake', async () => {
+    await expect(get(`${gw.url}/open/x`)).rejects.toThrow();
+    await expect(get(`${gw.url}/open/x`, stranger)).rejects.toThrow();
+  });
+});
+
+describe('client certificates optional', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      config: {
+        server: { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCertificates: { caFile: client.certFile, required: false } } },
+        routes: [{ name: 'open', prefix: '/open', upstreams: [up.url], auth: 'none' }],
+      },
+    });
+  });
+  afterAll(() => gw?.close());
+
+  it('serves clients with and without one', async () => {
+    expect(await get(`${gw.url}/open/x`, client)).toBe(200);
+    expect(await get(`${gw.url}/open/x`)).toBe(200);
+  });
+});
+
+describe('stopping with HTTP/2 connections open', () => {
+  it('sends each session GOAWAY and closes without cutting anything: an idle h2 connection does not hold the stop', async () => {
+    const gw = await startTestGateway({
+      config: {
+        server: { tls: { certFile: server.certFile, keyFile: server.keyFile } },
+        routes: [{ name: 'open', prefix: '/open', upstreams: [up.url], auth: 'none' }],
+      },
+    });
+    const session = await h2Session(gw.url, server.cert);
+    expect((await h2Request(session, { ':method': 'GET', ':path': '/open/x' })).status).toBe(200);
+    const goaway = once(session, 'goaway');
+    // The default grace (30 s) is beyond the test's timeout: only a close that does not wait for the idle session passes.
+    const cut = await gw.gateway.close();
+    expect(cut).toBe(0);
+    await goaway;
+    session.destroy();
+    rmSync(gw.dir, { recursive: true, force: true });
+  });
+});
