@@ -10,6 +10,8 @@ import { AuthService, type Authentication } from './auth/auth-service.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { LoginAudit, type AttemptRecord } from './auth/login-audit.js';
 import type { Config } from './config/schema.js';
+import { DpopProofCheck } from './dpop/proof-check.js';
+import { compileClientAddress } from './http/client-address.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider } from './identity/local-provider.js';
 import type { PasswordCheckOptions } from './identity/password-check-options.js';
@@ -59,6 +61,9 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const audit = new LoginAudit(logger, metrics, deps.attempts);
   const maxEntries = config.tokens.cacheMaxEntries;
   const settings = config.identity;
+  // DPoP proofs (RFC 9449): the URL they name is the one the client saw, through trusted proxies.
+  const { algorithms, proofWindowS, policy } = config.tokens.dpop;
+  const dpop = new DpopProofCheck({ algorithms, proofWindowS, store, clientAddress: compileClientAddress(config.server.trustedProxies) });
 
   if (settings.provider === 'oidc') {
     // Every token of a provider session holds the session's roles, as its newest token says (an introspected refresh token names none).
@@ -67,7 +72,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     const connection = new ProviderConnection({ settings, clockToleranceS: config.tokens.clockToleranceS, logger });
     connection.start();
     const check = new ProviderTokenCheck({ connection, store, settings, sessionRoles });
-    const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics });
+    const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics, dpop });
     const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
     const { clockToleranceS } = config.tokens;
     const backchannelLogout = new BackchannelLogout({
@@ -95,7 +100,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const users = await LocalIdentityProvider.open(settings, logger, deps.passwords);
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
-  const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics });
+  const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
   const service = new AuthService({
     identity: users,
     store,
@@ -106,6 +111,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     logger,
     throttle,
     audit,
+    dpop: { check: dpop, required: policy === 'required' },
   });
   return {
     identity: users,

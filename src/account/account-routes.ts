@@ -49,7 +49,7 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     },
   } as const;
 
-  const caller = async (request: FastifyRequest): Promise<Principal> => bearer.authenticate(bearer.presented(request.headers));
+  const caller = async (request: FastifyRequest): Promise<Principal> => bearer.authenticateRequest(request.raw);
 
   app.get(ACCOUNT_PATH, async (request, reply) => reply.headers(NO_STORE).send(await account.account(await caller(request))));
 

@@ -6,6 +6,7 @@ import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { traceOf } from '../observability/trace-context.js';
 import type { AttemptContext, Authentication } from './auth-service.js';
 import { bearerToken } from './bearer.js';
+import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import type { TokenSet } from '../tokens/types.js';
 
 export interface AuthRoutesOptions {
@@ -13,6 +14,8 @@ export interface AuthRoutesOptions {
   bodyLimitBytes: number;
   /** Whose address attempts are throttled and audited under: the one reading route limits and logs use. */
   clientAddress: ClientAddress;
+  /** DPoP proofs of logins and refreshes (RFC 9449 5); absent, tokens are never bound. */
+  dpop?: TokenRequestProofs;
 }
 
 const TOKEN_SET_RESPONSE = {
@@ -52,26 +55,27 @@ export function attemptContext(request: FastifyRequest, clientAddress: ClientAdd
 }
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
-  const { auth, bodyLimitBytes, clientAddress } = options;
+  const { auth, bodyLimitBytes, clientAddress, dpop } = options;
+  const contextOf = (request: FastifyRequest) => withTokenRequestProof(request.raw, attemptContext(request, clientAddress), dpop);
   // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
   acceptJsonBodiesOnly(app);
 
   app.post<{ Body: { username: string; password: string } }>(
     LOGIN_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, attemptContext(request, clientAddress))),
+    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, await contextOf(request))),
   );
 
   app.post<{ Body: { refresh_token: string } }>(
     REFRESH_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: REFRESH_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, attemptContext(request, clientAddress))),
+    async (request, reply) => sendTokenSet(reply, await auth.refresh(request.body.refresh_token, await contextOf(request))),
   );
 
-  // Ends the session of the bearer token (access or refresh): no body needed.
+  // Ends the session of the bearer token (access or refresh; a bound one with its proof): no body needed.
   app.post(LOGOUT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
     const token = bearerToken(request.headers);
-    await auth.logout(await auth.authenticateBearer(token), token);
+    await auth.logout(await auth.authenticateRequest(request.raw), token);
     return reply.code(204).send();
   });
 }

@@ -1,6 +1,7 @@
 // The logic of login, refresh and logout, shared by the spec's JSON endpoints
 // and the standard OAuth 2.0 token endpoint so both always agree.
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
@@ -11,6 +12,7 @@ import type { TokenType } from '../core/vocabulary.js';
 import { TokenError, type TokenClaims, type TokenSet } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
 import type { BearerAuthenticator } from './bearer-authenticator.js';
+import type { TokenRequestProofs } from './dpop-token-request.js';
 import type { LoginAudit } from './login-audit.js';
 import { LoginGuard, type AttemptContext } from './login-guard.js';
 import type { Principal } from '../core/principal.js';
@@ -24,6 +26,8 @@ export interface Authentication {
   refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet>;
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active. */
   authenticateBearer(token: string): Promise<Principal>;
+  /** The request's token, by the bearer rule, a DPoP-bound one with its proof (auth/bearer-authenticator.ts). */
+  authenticateRequest(req: IncomingMessage): Promise<Principal>;
   /** Ends the session of `principal`, who presented `token`. */
   logout(principal: Principal, token: string): Promise<void>;
 }
@@ -39,6 +43,8 @@ export interface AuthServiceDeps {
   logger: Logger;
   throttle: LoginThrottle;
   audit: LoginAudit;
+  /** DPoP proofs of logins and refreshes (`tokens.dpop`); absent, tokens are never bound. */
+  dpop?: TokenRequestProofs;
 }
 
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
@@ -50,6 +56,11 @@ export class AuthService implements Authentication {
   constructor(deps: AuthServiceDeps) {
     this.#deps = deps;
     this.#guard = new LoginGuard(deps.throttle, deps.audit);
+  }
+
+  /** How the token requests' DPoP proofs are checked: both wire formats (JSON routes, the OAuth token endpoint) read them alike. */
+  get tokenRequestProofs(): TokenRequestProofs | undefined {
+    return this.#deps.dpop;
   }
 
   /** Spec 4.1: a password or an API key in `password`; each login starts a session. Throttled per username, address and both. */
@@ -83,7 +94,8 @@ export class AuthService implements Authentication {
           const method = who.method === 'api_key' ? 'api_key' : 'password';
           const admitted = { method, username: who.username, sub: who.sub, sid: session.sid } as const;
           // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
-          return { result: await issuer.issueTokenSet(session, now, identity.grants(who)), admitted };
+          // A login with a DPoP proof: both tokens bound to its key (RFC 9449 5).
+          return { result: await issuer.issueTokenSet(session, now, identity.grants(who), context.dpopThumbprint), admitted };
         },
       },
     );
@@ -94,10 +106,14 @@ export class AuthService implements Authentication {
     return this.#guard.refresh(context, async () => {
       try {
         const claims: TokenClaims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
+        // RFC 9449 5: a bound refresh token is refreshed only by the holder of its key.
+        if (claims.cnf !== undefined && claims.cnf.jkt !== context.dpopThumbprint) {
+          throw new TokenError(context.dpopThumbprint === undefined ? 'a DPoP-bound refresh token needs a DPoP proof' : 'the DPoP proof is of another key');
+        }
         const principal = await this.#deps.bearer.authenticate(refreshToken, claims);
         // Within the clock tolerance a just-expired token verifies; the issuer still refuses it.
-        // The grants as of now: a role given since the login reaches the new access token.
-        const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal));
+        // The grants as of now: a role given since the login reaches the new access token; bound to the proof's key, if any.
+        const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal), context.dpopThumbprint);
         return { result: tokens, admitted: { username: principal.username, sub: principal.sub, sid: principal.sid } };
       } catch (error) {
         throw this.#refused(error);
@@ -108,6 +124,10 @@ export class AuthService implements Authentication {
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active, for the gateway's own endpoints. */
   async authenticateBearer(token: string): Promise<Principal> {
     return this.#deps.bearer.authenticate(token);
+  }
+
+  async authenticateRequest(req: IncomingMessage): Promise<Principal> {
+    return this.#deps.bearer.authenticateRequest(req);
   }
 
   /** Ends the session: its refresh token, every access token and every tunnel opened with them stop working. */

@@ -11,11 +11,17 @@
 // trip, no allocation); only the user and key are checked again on such a
 // hit (in-memory lookups), so a disabled user or a revoked key stops at once.
 // Revocations reach the cache through the store's feed (token-cache.ts).
+//
+// A DPoP-bound token (RFC 9449: `cnf.jkt`) admits only a request that
+// presents it under the `DPoP` scheme with a fresh proof signed by its key
+// (authenticateRequest). The proof is checked on every request, cached token
+// or not; a plain bearer token pays one comparison for it.
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
-import { bearerToken } from './bearer.js';
-import type { IncomingHttpHeaders } from 'node:http';
+import { bearerToken, usesDpopScheme } from './bearer.js';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { dpopChallenge, DpopProofError, type DpopProofCheck } from '../dpop/proof-check.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { Store } from '../store/store.js';
@@ -37,6 +43,8 @@ interface CommonOptions {
   metrics?: Metrics;
   /** Epoch milliseconds; for tests of expiry. */
   now?: () => number;
+  /** Checks the proofs of DPoP-bound tokens (`tokens.dpop`); absent, a bound token admits nobody. */
+  dpop?: DpopProofCheck;
 }
 
 /** Local mode names the verifier (tokens Gatehouse signed); another mode brings its own first check. */
@@ -47,6 +55,8 @@ const NO_COUNT: Incrementer = { inc() {} };
 
 export { SESSION_ENDED };
 export const INACTIVE = 'user or API key no longer active';
+export const BOUND_AS_BEARER = 'a DPoP-bound token needs the DPoP scheme and a proof';
+export const NOT_BOUND = 'the token is not DPoP-bound';
 
 export class BearerAuthenticator {
   readonly #check: TokenCheck;
@@ -56,6 +66,7 @@ export class BearerAuthenticator {
   readonly #now: () => number;
   readonly #cache: VerifiedTokenCache;
   readonly #metrics: Metrics | undefined;
+  readonly #dpop: DpopProofCheck | undefined;
   /** Bound once: a cache hit pays an increment, not a label lookup. */
   readonly #hits: Incrementer;
   readonly #misses: Incrementer;
@@ -69,6 +80,7 @@ export class BearerAuthenticator {
     this.#now = options.now ?? Date.now;
     this.#cache = new VerifiedTokenCache(options.maxEntries, this.#now);
     this.#metrics = options.metrics;
+    this.#dpop = options.dpop;
     this.#hits = options.metrics?.tokenCache.labels('hit') ?? NO_COUNT;
     this.#misses = options.metrics?.tokenCache.labels('miss') ?? NO_COUNT;
     this.#check = 'check' in options ? options.check : new SessionTokenCheck(options.verifier, options.store);
@@ -112,6 +124,41 @@ export class BearerAuthenticator {
       this.#inFlight.set(token, flight);
     }
     return flight;
+  }
+
+  /**
+   * The principal of a request's token, the one way every bearer check
+   * (proxy, WebSocket upgrades, status, account API, logout) asks: the token of
+   * `Authorization: Bearer` or `DPoP`, or `token` when it came another way (a
+   * WebSocket subprotocol, which can carry no proof). A DPoP-bound token must
+   * come with the DPoP scheme and a valid proof of its key, for this request;
+   * an unbound one under the DPoP scheme is refused too. A plain bearer token
+   * admitted before answers synchronously, as `authenticate` does.
+   */
+  authenticateRequest(req: IncomingMessage, token?: string): Principal | Promise<Principal> {
+    const presented = token ?? this.presented(req.headers);
+    const dpopScheme = token === undefined && usesDpopScheme(req.headers);
+    const checked = this.authenticate(presented);
+    if (checked instanceof Promise) return checked.then((principal) => this.#confirmed(principal, req, presented, dpopScheme));
+    if (checked.confirmationThumbprint === undefined && !dpopScheme) return checked;
+    return this.#confirmed(checked, req, presented, dpopScheme);
+  }
+
+  /** RFC 9449 7: the request proves possession of the key a bound token names; a plain one passes as it came. */
+  async #confirmed(principal: Principal, req: IncomingMessage, token: string, dpopScheme: boolean): Promise<Principal> {
+    const jkt = principal.confirmationThumbprint;
+    if (jkt === undefined) {
+      if (dpopScheme) throw this.#refused(NOT_BOUND, principal, undefined, 'invalid_token');
+      return principal;
+    }
+    if (!dpopScheme || this.#dpop === undefined) throw this.#refused(BOUND_AS_BEARER, principal, undefined, 'invalid_token');
+    try {
+      await this.#dpop.check(req, { accessToken: token, jkt });
+    } catch (error) {
+      if (!(error instanceof DpopProofError)) throw error; // the replay memory could not be asked: 503, never open
+      throw this.#refused(error.reason, principal, error, 'invalid_dpop_proof');
+    }
+    return principal;
   }
 
   /**
@@ -210,14 +257,18 @@ export class BearerAuthenticator {
     );
   }
 
-  /** A 401 with its challenge; the reason goes to the debug log, the token never does. */
-  #refused(reason: string, who?: Pick<Principal, 'sid' | 'sub'>, cause?: unknown): GatehouseError {
-    // Reasons are the verifier's and this module's fixed texts: a bounded label.
+  /**
+   * A 401 with its challenge; the reason goes to the debug log, the token never does.
+   * `dpop`: refused for DPoP's sake, so the challenge is RFC 9449's (7.1), with the algorithms a proof may use.
+   */
+  #refused(reason: string, who?: Pick<Principal, 'sid' | 'sub'>, cause?: unknown, dpop?: 'invalid_token' | 'invalid_dpop_proof'): GatehouseError {
+    // Reasons are the verifier's, the proof check's and this module's fixed texts: a bounded label.
     this.#metrics?.authRefusals.inc({ reason });
     this.#logger.debug({ event: 'bearer_refused', reason, ...(who && { sid: who.sid, sub: who.sub }) }, 'bearer token refused');
-    return gatehouseError('invalid_bearer_token', {
+    const challenge = dpop === undefined ? bearerChallenge(reason) : dpopChallenge(dpop, reason, this.#dpop?.algorithms ?? []);
+    return gatehouseError(dpop === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_bearer_token', {
       reason,
-      headers: { 'www-authenticate': bearerChallenge(reason) },
+      headers: { 'www-authenticate': challenge },
       ...(cause !== undefined && { cause }),
     });
   }

@@ -4,8 +4,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { gatehouseError } from '../core/errors.js';
 
-// b64token of RFC 6750, bounded so a giant header costs nothing to refuse.
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]{1,8192}=*) *$/i;
+// b64token of RFC 6750, bounded so a giant header costs nothing to refuse;
+// under the `Bearer` scheme or RFC 9449's `DPoP` (a bound token: its proof is
+// checked by the bearer rule, bearer-authenticator.ts).
+const BEARER = /^(?:Bearer|DPoP) +([A-Za-z0-9\-._~+/]{1,8192}=*) *$/i;
+
+/** Whether an Authorization header that `bearerToken` read uses the `DPoP` scheme (its first letter tells: B or D). */
+export function usesDpopScheme(headers: IncomingHttpHeaders): boolean {
+  return ((headers.authorization?.charCodeAt(0) ?? 0) | 0x20) === 0x64; /* d */
+}
 
 export function bearerToken(headers: IncomingHttpHeaders): string {
   const header = headers.authorization;

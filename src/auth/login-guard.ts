@@ -20,6 +20,12 @@ export interface AttemptContext {
   requestId: string;
   /** The request's W3C trace id: the audit line carries it like every line of the request. */
   traceId?: string;
+  /**
+   * The JWK thumbprint of the key that signed the request's valid DPoP proof
+   * (RFC 9449): the tokens issued are bound to it, and a bound refresh token
+   * is refreshed only with it. Absent: no proof was sent.
+   */
+  dpopThumbprint?: string;
 }
 
 /** Who a login or refresh admitted, for the success line. */

@@ -61,6 +61,8 @@ export class SessionTokenCheck implements TokenCheck {
       roles: claims.roles ?? NO_ROLES,
       scopes: claims.scope === undefined ? undefined : claims.scope.split(' ').filter(Boolean),
       readOnly: claims.ro === true,
+      // Always present too (undefined for a plain bearer token), for the same one shape.
+      confirmationThumbprint: claims.cnf?.jkt,
     });
   }
 }

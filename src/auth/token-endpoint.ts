@@ -10,6 +10,7 @@ import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { AuthService } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
+import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
 import type { Principal } from '../core/principal.js';
 
@@ -26,6 +27,8 @@ export interface TokenEndpointOptions {
   hashing?: FairWorkQueue;
   /** Whose address attempts are throttled, audited and queued under: the one reading route limits and logs use. */
   clientAddress: ClientAddress;
+  /** DPoP proofs of token requests (RFC 9449 5); absent, tokens are never bound. */
+  dpop?: TokenRequestProofs;
 }
 
 class OAuthError extends Error {
@@ -111,11 +114,12 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
   app.post<{ Body: Record<string, string> }>(TOKEN_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
     const params = request.body;
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
+    const context = () => withTokenRequestProof(request.raw, attemptContext(request, clientAddress), options.dpop);
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), attemptContext(request, clientAddress)));
+        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), await context()));
       case 'refresh_token':
-        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), attemptContext(request, clientAddress)));
+        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), await context()));
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'parameter grant_type is required');

@@ -39,6 +39,10 @@ export const DEFAULT_REFRESH_TOKEN_TTL_S = 86_400;
 export const DEFAULT_SIGNING_ALGORITHM = 'EdDSA';
 export const DEFAULT_CLOCK_TOLERANCE_S = 5;
 export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
+/** RFC 9449 proofs: the asymmetric algorithms accepted by default (never `none`, never HMAC). */
+export const DEFAULT_DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'PS256', 'RS256'] as const;
+/** How far a DPoP proof's `iat` may be from now, either way; its `jti` is remembered as long. */
+export const DEFAULT_DPOP_PROOF_WINDOW_S = 60;
 
 /**
  * One scrypt per core but one: a hash keeps a core busy for its whole run, so
@@ -77,6 +81,7 @@ export const DEFAULT_USERNAME_HEADER = 'x-gatehouse-username';
 export const DEFAULT_SESSION_HEADER = 'x-gatehouse-session';
 export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
 export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';
+export const DEFAULT_KEY_THUMBPRINT_HEADER = 'x-gatehouse-dpop-jkt';
 
 export const DEFAULT_REQUEST_ID_FIELD = 'requestId';
 export const DEFAULT_ASYNC_MAX_BODY_BYTES = 64 * 1024;

@@ -86,6 +86,31 @@ export const IdentitySchema = z
 
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 
+/** The asymmetric JWS algorithms a DPoP proof may use: `none` and HMAC are not among them, so no config can allow them. */
+export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'EdDSA', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512'] as const;
+
+/** DPoP (RFC 9449): tokens bound to a key the client proves it holds on every request. */
+export const DpopSchema = z.strictObject({
+  /**
+   * `optional`: a login or refresh that sends a `DPoP` proof gets bound tokens
+   * (`token_type: DPoP`), one without gets plain bearer tokens as before.
+   * `required`: a login or refresh without a proof is refused (400
+   * `invalid_dpop_proof`). Bound tokens are enforced on every bearer check either way.
+   */
+  policy: z.enum(['optional', 'required']).default('optional'),
+  /** The algorithms a proof may be signed with (its `alg`); discovery names them in `dpop_signing_alg_values_supported`. */
+  algorithms: z
+    .array(z.enum(DPOP_ALGORITHMS))
+    .min(1)
+    .default([...d.DEFAULT_DPOP_ALGORITHMS]),
+  /**
+   * How far a proof's `iat` may lie from the gateway's clock, before or after.
+   * Each proof's `jti` is remembered in the store for twice as long, so no
+   * proof can be used twice while it could still be accepted.
+   */
+  proofWindowS: z.number().int().min(1).max(600).default(d.DEFAULT_DPOP_PROOF_WINDOW_S),
+});
+
 /** The tokens Gatehouse signs, the key set it signs them with, and how bearer tokens are checked. */
 export const TokensSchema = z.strictObject({
   /**
@@ -114,6 +139,8 @@ export const TokensSchema = z.strictObject({
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
   cacheMaxEntries: positiveInt.default(d.DEFAULT_TOKEN_CACHE_MAX_ENTRIES),
+  /** Sender-constrained tokens (DPoP, RFC 9449): how they are issued and which proofs are accepted. */
+  dpop: DpopSchema.prefault({}),
   /**
    * Confidential clients (resource servers, relying parties) that may call
    * introspection (RFC 7662) and revocation (RFC 7009); each secret is kept

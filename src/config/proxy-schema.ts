@@ -52,6 +52,12 @@ export function proxySchema(checks: ContentChecks) {
         tokenType: headerName.default(d.DEFAULT_TOKEN_TYPE_HEADER),
         /** How the session began: `password` or `api_key`. */
         authMethod: headerName.default(d.DEFAULT_AUTH_METHOD_HEADER),
+        /**
+         * The JWK SHA-256 thumbprint (RFC 7638) of the key a DPoP-bound token
+         * is bound to, set only when the request proved possession of it:
+         * the request was sender-constrained. Absent for a plain bearer token.
+         */
+        keyThumbprint: headerName.default(d.DEFAULT_KEY_THUMBPRINT_HEADER),
       })
       .superRefine((names, ctx): void => checks.identityHeaders(names, ctx), { when: withoutIssues })
       .prefault({}),

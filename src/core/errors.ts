@@ -29,6 +29,9 @@ export const ERRORS = {
   // RFC 6750 3.1: no credentials at all carry no error code of their own; we still name one for `$detail`.
   missing_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'no bearer token was given' },
   invalid_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'invalid bearer token' },
+  // RFC 9449: a DPoP proof refused where a resource was asked for (401, with the DPoP challenge) or tokens were (400, as at a token endpoint).
+  invalid_dpop_proof: { status: 401, message: 'The proof of possession sent with the token is not valid. Please sign a new one and retry.', oauthError: 'invalid_dpop_proof', reason: 'invalid DPoP proof' },
+  dpop_proof_refused: { status: 400, message: 'The proof of possession sent with the request is not valid. Please sign a new one and retry.', oauthError: 'invalid_dpop_proof', reason: 'invalid DPoP proof' },
   insufficient_scope: { status: 403, message: 'You are not allowed to do this. Ask for the access you need.', oauthError: 'insufficient_scope', reason: 'the token does not grant this' },
   route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },
   method_not_allowed: { status: 405, message: 'This method is not allowed at this address.', oauthError: 'invalid_request', reason: 'method not allowed' },

@@ -22,4 +22,10 @@ export interface Principal {
   scopes: readonly string[] | undefined;
   /** A read-only API key's session: safe methods only. */
   readOnly: boolean;
+  /**
+   * The JWK SHA-256 thumbprint (RFC 7638) the token is bound to (its `cnf.jkt`,
+   * DPoP, RFC 9449); undefined for a plain bearer token. A principal that
+   * carries one was admitted only with a proof of possession of that key.
+   */
+  confirmationThumbprint?: string;
 }

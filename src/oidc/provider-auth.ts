@@ -13,6 +13,7 @@
 // would refuse (wrong audience, unknown key) is a provider fault (502), found
 // at login rather than on every later request, and the new access token's
 // first use is then already a cache hit.
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { AttemptContext, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
@@ -84,6 +85,10 @@ export class ProviderAuth implements Authentication {
 
   authenticateBearer(token: string): Promise<Principal> {
     return Promise.resolve(this.#options.bearer.authenticate(token));
+  }
+
+  authenticateRequest(req: IncomingMessage): Promise<Principal> {
+    return Promise.resolve(this.#options.bearer.authenticateRequest(req));
   }
 
   /**

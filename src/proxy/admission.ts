@@ -96,7 +96,7 @@ export class Admission {
       record.principal = null;
       return limited ? this.#takeLimit(route, `address:${this.#clientAddress.of(req)}`) : undefined;
     }
-    const checked = this.#bearer.authenticate(token ?? this.#bearer.presented(req.headers));
+    const checked = this.#bearer.authenticateRequest(req, token);
     const method = req.method ?? 'GET';
     if (!(checked instanceof Promise)) {
       record.principal = checked;

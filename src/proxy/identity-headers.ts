@@ -20,6 +20,7 @@ export class IdentityHeaders {
   readonly #session: string;
   readonly #tokenType: string;
   readonly #authMethod: string;
+  readonly #keyThumbprint: string;
   /** The names as backends read them (canonicalName): no client copy of these may pass. */
   readonly canonicalNames: readonly string[];
 
@@ -30,7 +31,8 @@ export class IdentityHeaders {
     this.#session = names.session.toLowerCase();
     this.#tokenType = names.tokenType.toLowerCase();
     this.#authMethod = names.authMethod.toLowerCase();
-    const identity = [this.#subject, this.#username, this.#session, this.#tokenType, this.#authMethod];
+    this.#keyThumbprint = names.keyThumbprint.toLowerCase();
+    const identity = [this.#subject, this.#username, this.#session, this.#tokenType, this.#authMethod, this.#keyThumbprint];
     for (const name of identity) {
       const canonical = canonicalName(name);
       if (
@@ -57,5 +59,7 @@ export class IdentityHeaders {
     out[this.#session] = headerSafe(principal.sid);
     out[this.#tokenType] = TOKEN_TYPE_VALUES[principal.tokenType];
     out[this.#authMethod] = AUTH_METHOD_VALUES[principal.method];
+    // Only a sender-constrained request has one (the bearer check verified its proof); base64url, header-safe as it is.
+    if (principal.confirmationThumbprint !== undefined) out[this.#keyThumbprint] = principal.confirmationThumbprint;
   }
 }

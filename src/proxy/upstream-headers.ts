@@ -39,6 +39,8 @@ import {
   OVERRIDE_HEADERS,
 } from './header-syntax.js';
 import { IdentityHeaders } from './identity-headers.js';
+/** RFC 9449's proof header: checked by the bearer rule, never forwarded, even on a route with `forwardAuthorization`. */
+const DPOP_HEADER = 'dpop';
 
 export interface HeaderPolicyOptions {
   identityHeaders: IdentityHeaderNames;
@@ -101,7 +103,8 @@ export class HeaderPolicy {
       }
     }
     this.#allowed = allowed;
-    this.#removed = new Set([...owned, ...[...CLIENT_ADDRESS_HEADERS, ...OVERRIDE_HEADERS].filter((name) => !allowed.has(name))]);
+    // A DPoP proof (RFC 9449) is for the gateway alone: a backend that got it could not use it (its `jti` is spent) and has no business holding it.
+    this.#removed = new Set([...owned, DPOP_HEADER, ...[...CLIENT_ADDRESS_HEADERS, ...OVERRIDE_HEADERS].filter((name) => !allowed.has(name))]);
   }
 
   /** The headers to send upstream: a new object; `req.headers` is left as it is. */

@@ -14,7 +14,7 @@
 // of an ended session gets.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { bearerChallenge, bearerToken } from '../auth/bearer.js';
+import { bearerChallenge } from '../auth/bearer.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { REQUEST_STATUS_PATH, SHORT_REQUEST_STATUS_PATH } from '../http/gateway-paths.js';
@@ -61,7 +61,7 @@ export async function statusRoutes(app: FastifyInstance, options: StatusRoutesOp
   });
 
   async function status(request: FastifyRequest<{ Params: { '*': string }; Querystring: Record<string, unknown> }>, reply: FastifyReply) {
-    const principal: Principal = await bearer.authenticate(bearerToken(request.headers));
+    const principal: Principal = await bearer.authenticateRequest(request.raw);
     // Even a 404 must not be kept by a cache: the same address answers 200 for its owner.
     reply.header('cache-control', 'no-store');
     const id = requestIdOf(request.params['*']);

@@ -50,7 +50,9 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
   const { config, bearer, clientAddress } = parts;
   const bodyLimitBytes = config.server.apiBodyLimitBytes;
   await app.register(errorHandler);
-  await app.register(authRoutes, { auth: parts.auth, bodyLimitBytes, clientAddress });
+  // Local mode binds tokens to the key of a login's or refresh's DPoP proof.
+  const dpop = parts.tokenService?.tokenRequestProofs;
+  await app.register(authRoutes, { auth: parts.auth, bodyLimitBytes, clientAddress, ...(dpop && { dpop }) });
   // A fronted provider's logout reaches us (OpenID Connect Back-Channel Logout), throttled as the token endpoint is.
   if (parts.backchannelLogout) {
     const throttle = new LogoutTokenThrottle(config.limits.login, parts.limiters);
@@ -65,6 +67,7 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
       issuer: canonicalIssuer(config.tokens.issuer),
       hashing: parts.passwordHashing,
       clientAddress,
+      ...(dpop && { dpop }),
     });
   }
   if (parts.account) {

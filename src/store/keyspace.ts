@@ -33,6 +33,11 @@ export class Keyspace {
     return `${this.prefix}logout-token:{${id}}`;
   }
 
+  /** A DPoP proof's `jti` seen by any instance, kept as long as a proof with it could still be accepted (RFC 9449 11.1). */
+  dpopProof(jti: string): string {
+    return `${this.prefix}dpop-jti:{${jti}}`;
+  }
+
   /** A user's sessions, a sorted set by creation time; the `{sub}` hash tag gives each user's set one slot. */
   userSessions(sub: string): string {
     return `${this.prefix}user-sessions:{${sub}}`;

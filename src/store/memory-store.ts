@@ -4,6 +4,7 @@
 import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER, DEFAULT_MEMORY_MAX_REQUESTS, DEFAULT_MEMORY_MAX_SESSIONS } from '../config/defaults.js';
 import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from './store.js';
+import { LRUCache } from 'lru-cache';
 import { Listeners } from './listeners.js';
 import { MemorySharedKeys } from './memory-shared-keys.js';
 
@@ -34,6 +35,12 @@ export class MemoryStore implements Store {
   private readonly endedProviderSessions = new Map<string, number>();
   /** Back-channel logout tokens seen, by id, until when they are remembered. */
   private readonly logoutTokens = new Map<string, number>();
+  /**
+   * DPoP proofs' `jti`s seen, until when they are remembered. An LRU bounded
+   * like the sessions: a flood of fresh proofs pushes out the oldest, which
+   * are the first to leave the acceptance window anyway.
+   */
+  private readonly dpopProofs: LRUCache<string, number>;
   private readonly maxSessionsPerUser: number;
   private readonly maxSessions: number;
   private readonly maxRequests: number;
@@ -49,6 +56,7 @@ export class MemoryStore implements Store {
     this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
     this.maxSessions = options.maxSessions ?? DEFAULT_MEMORY_MAX_SESSIONS;
     this.maxRequests = options.maxRequests ?? DEFAULT_MEMORY_MAX_REQUESTS;
+    this.dpopProofs = new LRUCache<string, number>({ max: this.maxSessions });
     this.revocations = new Listeners<string>('session revocation', this.logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.logger);
     // Without the sweep, sessions that are never read again (the common case:
@@ -203,6 +211,13 @@ export class MemoryStore implements Store {
     this.logoutTokens.set(id, now + ttlMs);
     // Bounded like the ended sessions: the oldest goes first (and is too old to be accepted again by then, or nearly).
     if (this.logoutTokens.size > this.maxSessions) this.logoutTokens.delete(this.logoutTokens.keys().next().value as string);
+    return true;
+  }
+
+  async rememberDpopProof(jti: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    if ((this.dpopProofs.get(jti) ?? 0) > now) return false;
+    this.dpopProofs.set(jti, now + ttlMs);
     return true;
   }
 

@@ -169,6 +169,11 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.set(this.keys.logoutToken(id), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
   }
 
+  async rememberDpopProof(jti: string, ttlMs: number): Promise<boolean> {
+    // SET NX, as for logout tokens: every instance refuses a proof another one accepted.
+    return (await this.run(() => this.client.set(this.keys.dpopProof(jti), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  }
+
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.feed.revocations.add(listener);
   }

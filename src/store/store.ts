@@ -120,6 +120,13 @@ export interface Store {
    * seen in that time (by any instance). Atomic: of two concurrent uses, one wins.
    */
   rememberLogoutToken(id: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Remembers the `jti` of a DPoP proof (RFC 9449 11.1) for `ttlMs`, on every
+   * instance: true the first time, false for a replay of a proof seen in that
+   * time (by any instance). Atomic: of two concurrent uses, one wins. The
+   * in-memory store remembers a bounded number (the oldest go first).
+   */
+  rememberDpopProof(jti: string, ttlMs: number): Promise<boolean>;
 
   /**
    * Called when the feed of revocations from other instances was interrupted

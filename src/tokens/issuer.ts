@@ -26,7 +26,7 @@ export function canonicalIssuer(issuer: string): string {
 }
 
 /** The claims a session's tokens share; `iat`, `exp`, `jti` and `typ` differ per token. */
-type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr' | 'roles' | 'groups' | 'scope' | 'ro'>;
+type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr' | 'roles' | 'groups' | 'scope' | 'ro' | 'cnf'>;
 
 /** The authorization claims of a session's grants; none when the identity carries none. */
 function grantClaims(grants: Grants | undefined): Pick<TokenClaims, 'roles' | 'groups' | 'scope' | 'ro'> {
@@ -54,8 +54,11 @@ export class TokenIssuer {
     this.#refreshTokenTtlS = options.refreshTokenTtlS;
   }
 
-  /** A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime). */
-  async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants): Promise<TokenSet> {
+  /**
+   * A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime).
+   * `jkt`: the thumbprint of the key the login's DPoP proof was signed with; both tokens are bound to it.
+   */
+  async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants, jkt?: string): Promise<TokenSet> {
     const iat = epochSeconds(now);
     // A key that expires sooner ends the session's tokens then.
     const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS, Math.floor((grants?.notAfterMs ?? Infinity) / 1000));
@@ -67,6 +70,7 @@ export class TokenIssuer {
       preferred_username: session.username,
       amr: [session.method],
       ...grantClaims(grants),
+      ...(jkt !== undefined && { cnf: { jkt } }),
     };
     const [accessToken, refreshToken] = await Promise.all([this.#sign(claims, 'Bearer', iat, accessExp), this.#sign(claims, 'Refresh', iat, refreshExp)]);
     return {
@@ -74,7 +78,7 @@ export class TokenIssuer {
       expires_in: accessExp - iat,
       refresh_expires_in: refreshExp - iat,
       refresh_token: refreshToken,
-      token_type: 'bearer',
+      token_type: jkt === undefined ? 'bearer' : 'DPoP',
     };
   }
 
@@ -83,8 +87,11 @@ export class TokenIssuer {
    * token back. `refresh` must be the verified claims of `refreshToken`.
    * Throws TokenError('token expired') when the refresh token has no whole
    * second left (the verifier's clock tolerance can let such a token through).
+   * `jkt`: the key the refresh's DPoP proof was signed with (the caller has
+   * checked it is the refresh token's own when that one is bound); the new
+   * access token is bound to it.
    */
-  async refreshTokenSet(refresh: TokenClaims, refreshToken: string, now = Date.now(), grants?: Grants): Promise<TokenSet> {
+  async refreshTokenSet(refresh: TokenClaims, refreshToken: string, now = Date.now(), grants?: Grants, jkt?: string): Promise<TokenSet> {
     if (refresh.typ !== 'Refresh') throw new TokenError('wrong token type');
     const iat = epochSeconds(now);
     if (refresh.exp <= iat) throw new TokenError('token expired');
@@ -96,13 +103,14 @@ export class TokenIssuer {
       amr: [...refresh.amr],
       // The grants as they are now: a role given since the login reaches the session here.
       ...grantClaims(grants),
+      ...(jkt !== undefined && { cnf: { jkt } }),
     };
     return {
       access_token: await this.#sign(claims, 'Bearer', iat, accessExp),
       expires_in: accessExp - iat,
       refresh_expires_in: refresh.exp - iat,
       refresh_token: refreshToken,
-      token_type: 'bearer',
+      token_type: jkt === undefined ? 'bearer' : 'DPoP',
     };
   }
 
@@ -125,6 +133,7 @@ export class TokenIssuer {
       ...(claims.groups !== undefined && { groups: claims.groups }),
       ...(claims.scope !== undefined && { scope: claims.scope }),
       ...(claims.ro !== undefined && { ro: claims.ro }),
+      ...(claims.cnf !== undefined && { cnf: claims.cnf }),
       iss: this.#issuer,
       sub: claims.sub,
       aud: this.#audience,

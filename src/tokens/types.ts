@@ -21,6 +21,8 @@ export interface TokenClaims {
   scope?: string;
   /** A read-only API key's session: safe methods only. */
   ro?: true;
+  /** RFC 9449 6.1: the thumbprint of the key a DPoP-bound token is bound to; absent on a plain bearer token. */
+  cnf?: { jkt: string };
 }
 
 /** Spec 2.1: the body of a successful login or refresh. */
@@ -29,7 +31,8 @@ export interface TokenSet {
   expires_in: number;
   refresh_expires_in: number;
   refresh_token: string;
-  token_type: 'bearer';
+  /** `DPoP` when the tokens are bound to the key of the request's proof (RFC 9449 5). */
+  token_type: 'bearer' | 'DPoP';
 }
 
 /**

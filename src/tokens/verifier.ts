@@ -172,12 +172,13 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     throw new TokenError('malformed token');
   }
   if (!(accept as readonly string[]).includes(typ)) throw new TokenError('wrong token type');
-  const { roles, groups, scope, ro } = payload;
+  const { roles, groups, scope, ro, cnf } = payload;
   if (
     (roles !== undefined && !isNameList(roles)) ||
     (groups !== undefined && !isNameList(groups)) ||
     (scope !== undefined && typeof scope !== 'string') ||
-    (ro !== undefined && ro !== true)
+    (ro !== undefined && ro !== true) ||
+    (cnf !== undefined && !isConfirmation(cnf))
   ) {
     throw new TokenError('malformed token');
   }
@@ -196,7 +197,15 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     ...(groups !== undefined && { groups }),
     ...(scope !== undefined && { scope }),
     ...(ro !== undefined && { ro }),
+    ...(cnf !== undefined && { cnf: { jkt: cnf.jkt } }),
   };
+}
+
+/** RFC 9449 6.1: `cnf` with a `jkt` (a base64url SHA-256 thumbprint); a confirmation of any other kind is not one we issue. */
+function isConfirmation(value: unknown): value is { jkt: string } {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { jkt?: unknown }).jkt === 'string' && /^[\w-]{43}$/.test((value as { jkt: string }).jkt)
+  );
 }
 
 function isNameList(value: unknown): value is string[] {

@@ -38,6 +38,8 @@ export interface OpenIdConfiguration {
   claims_supported: string[];
   /** OpenID Connect Back-Channel Logout 1.0: Gatehouse sends no logout tokens to its clients, and says so. */
   backchannel_logout_supported: false;
+  /** RFC 9449 5.1: the algorithms a DPoP proof may be signed with (`tokens.dpop.algorithms`). */
+  dpop_signing_alg_values_supported?: string[];
 }
 
 /**
@@ -48,7 +50,7 @@ export interface OpenIdConfiguration {
  * access-token algorithms are on the keys in the JWKS (`alg`), where a
  * verifier looks. No client authentication, so no client-auth algorithms.
  */
-export function openIdConfiguration(issuer: string): OpenIdConfiguration {
+export function openIdConfiguration(issuer: string, dpopAlgorithms?: readonly string[]): OpenIdConfiguration {
   const base = canonicalIssuer(issuer);
   return {
     issuer: base,
@@ -67,6 +69,8 @@ export function openIdConfiguration(issuer: string): OpenIdConfiguration {
     claims_supported: [...CLAIMS_SUPPORTED],
     // A client cannot register a back-channel logout URI here: sessions end at the gateway itself, on every instance.
     backchannel_logout_supported: false,
+    // The token endpoint binds tokens to the key of a DPoP proof sent with the request.
+    ...(dpopAlgorithms !== undefined && { dpop_signing_alg_values_supported: [...dpopAlgorithms] }),
   };
 }
 
@@ -113,7 +117,7 @@ function memoizedJson<S extends object>(build: (source: S) => unknown): (source:
 
 const wellKnownRoutesPlugin: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, { keys, tokens }) => {
   const jwksJson = memoizedJson(jwksDocument);
-  const configurationJson = JSON.stringify(openIdConfiguration(tokens.issuer));
+  const configurationJson = JSON.stringify(openIdConfiguration(tokens.issuer, tokens.dpop.algorithms));
 
   fastify.get(JWKS_PATH, async (_request, reply) => {
     return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(jwksJson(keys.publicJwks()));

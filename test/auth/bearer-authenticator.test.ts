@@ -94,6 +94,9 @@ class CountingStore implements Store {
   rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
     return this.#inner.rememberLogoutToken(id, ttlMs);
   }
+  rememberDpopProof(id: string, ttlMs: number): Promise<boolean> {
+    return this.#inner.rememberDpopProof(id, ttlMs);
+  }
 
   onRevocationFeedResumed(listener: () => void): () => void {
     const offInner = this.#inner.onRevocationFeedResumed(listener);
@@ -353,6 +356,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         roles: [],
         scopes: undefined,
         readOnly: false,
+        // A plain bearer token: bound to no key, and the one object shape says so.
+        confirmationThumbprint: undefined,
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });

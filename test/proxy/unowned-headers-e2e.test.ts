@@ -104,6 +104,7 @@ describe('proxy.allowClientHeaders', () => {
     session: 'x-gatehouse-session',
     tokenType: 'x-gatehouse-token-type',
     authMethod: 'x-gatehouse-auth-method',
+    keyThumbprint: 'x-gatehouse-dpop-jkt',
   };
   const policy = (allowClientHeaders: string[]) => new HeaderPolicy({ identityHeaders, clientAddress: compileClientAddress([]), allowClientHeaders });
 

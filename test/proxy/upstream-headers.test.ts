@@ -29,6 +29,7 @@ const IDENTITY: IdentityHeaderNames = {
   session: 'x-gatehouse-session',
   tokenType: 'x-gatehouse-token-type',
   authMethod: 'x-gatehouse-auth-method',
+  keyThumbprint: 'x-gatehouse-dpop-jkt',
 };
 
 const ALICE: Principal = {
@@ -286,6 +287,7 @@ describe('identity headers', () => {
         session: 'X-Auth-Session',
         tokenType: 'X-Auth-Token-Type',
         authMethod: 'X-Auth-Method',
+        keyThumbprint: 'X-Auth-Key-Thumbprint',
       },
       clientAddress: NO_PROXIES,
     });

@@ -111,6 +111,10 @@ export class TestStore implements Store {
     this.#check();
     return this.inner.rememberLogoutToken(id, ttlMs);
   }
+  async rememberDpopProof(id: string, ttlMs: number): Promise<boolean> {
+    this.#check();
+    return this.inner.rememberDpopProof(id, ttlMs);
+  }
   revocationFeedInterrupted(): boolean {
     return this.inner.revocationFeedInterrupted?.() === true;
   }

@@ -304,32 +304,38 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     });
 
-    describe('back-channel logout token ids', () => {
-      it('remembers an id for its time: true the first time, false for a replay, true again once forgotten', async () => {
-        const { store } = subject;
-        expect(await store.rememberLogoutToken('https://op.example|jti-1', 60_000)).toBe(true);
-        expect(await store.rememberLogoutToken('https://op.example|jti-1', 60_000)).toBe(false);
-        expect(await store.rememberLogoutToken('https://op.example|jti-2', 60_000)).toBe(true);
-        await subject.advanceClock(60_001);
-        expect(await store.rememberLogoutToken('https://op.example|jti-1', 60_000)).toBe(true);
-      });
+    // Two replay memories with one contract: a provider's back-channel logout tokens and DPoP proofs (RFC 9449 11.1).
+    const replayMemories = [
+      { what: 'back-channel logout token ids', remember: (store: Store, id: string, ttlMs: number) => store.rememberLogoutToken(id, ttlMs) },
+      { what: 'DPoP proof ids', remember: (store: Store, id: string, ttlMs: number) => store.rememberDpopProof(id, ttlMs) },
+    ];
+    for (const { what, remember } of replayMemories) {
+      describe(what, () => {
+        it('remembers an id for its time: true the first time, false for a replay, true again once forgotten', async () => {
+          const { store } = subject;
+          expect(await remember(store, 'https://op.example|jti-1', 60_000)).toBe(true);
+          expect(await remember(store, 'https://op.example|jti-1', 60_000)).toBe(false);
+          expect(await remember(store, 'https://op.example|jti-2', 60_000)).toBe(true);
+          await subject.advanceClock(60_001);
+          expect(await remember(store, 'https://op.example|jti-1', 60_000)).toBe(true);
+        });
 
-      it('lets exactly one of concurrent uses of one id win', async () => {
-        const { store } = subject;
-        const answers = await Promise.all(Array.from({ length: 8 }, () => store.rememberLogoutToken('op|jti-race', 60_000)));
-        expect(answers.filter(Boolean)).toHaveLength(1);
-      });
+        it('lets exactly one of concurrent uses of one id win', async () => {
+          const answers = await Promise.all(Array.from({ length: 8 }, () => remember(subject.store, 'op|jti-race', 60_000)));
+          expect(answers.filter(Boolean)).toHaveLength(1);
+        });
 
-      it('is a replay on a peer instance too', async () => {
-        const { store, peer } = subject;
-        if (!peer) {
-          expect(store.kind).toBe('memory');
-          return;
-        }
-        expect(await store.rememberLogoutToken('op|jti-shared', 60_000)).toBe(true);
-        expect(await peer.rememberLogoutToken('op|jti-shared', 60_000)).toBe(false);
+        it('is a replay on a peer instance too', async () => {
+          const { store, peer } = subject;
+          if (!peer) {
+            expect(store.kind).toBe('memory');
+            return;
+          }
+          expect(await remember(store, 'op|jti-shared', 60_000)).toBe(true);
+          expect(await remember(peer, 'op|jti-shared', 60_000)).toBe(false);
+        });
       });
-    });
+    }
 
     it('answers ping', async () => {
       await expect(subject.store.ping()).resolves.toBeUndefined();

@@ -40,6 +40,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
     clockToleranceS: 5,
     clients: [],
     cacheMaxEntries: 100,
+    dpop: { policy: 'optional', algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'], proofWindowS: 60 },
     ...overrides,
   };
 }
@@ -122,6 +123,8 @@ describe('GET /.well-known/openid-configuration', () => {
     claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'],
     // Honest: Gatehouse as a provider sends no back-channel logout tokens.
     backchannel_logout_supported: false,
+    // RFC 9449 5.1: the algorithms of tokens.dpop.algorithms.
+    dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'PS256', 'RS256'],
   });
 
   it('describes the issuer and its endpoints, and advertises no ID tokens or response types it does not implement', async () => {
@@ -149,7 +152,7 @@ describe('GET /.well-known/openid-configuration', () => {
   });
 
   it('is built by a pure function', () => {
-    expect(openIdConfiguration('http://localhost:8080//')).toEqual(expected('http://localhost:8080'));
+    expect(openIdConfiguration('http://localhost:8080//', ['ES256', 'EdDSA', 'PS256', 'RS256'])).toEqual(expected('http://localhost:8080'));
   });
 });
 

@@ -1,0 +1,153 @@
+// DPoP proofs (RFC 9449 4.3): the JWT a client signs, per request, with the
+// private key its tokens are bound to. One check serves token requests
+// (login, refresh, /oauth/token: which key to bind) and resource requests
+// (every bearer check of a bound token: is this the token's key, for this
+// very request). The JOSE work is jose's: the proof's own embedded public key
+// verifies it (EmbeddedJWK), and the key's identity is its RFC 7638
+// thumbprint (calculateJwkThumbprint).
+//
+// A proof cannot be cached: each is new by construction (its `jti`), so each
+// costs one signature verification and, once it verified, one store write
+// that remembers its `jti` on every instance (a replay is refused wherever it
+// lands). A store that cannot be asked fails the request closed (503).
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
+import type { ClientAddress } from '../http/client-address.js';
+import type { Store } from '../store/store.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
+import { comparableUrl, requestUrl } from './request-url.js';
+
+export interface DpopProofCheckOptions {
+  /** `tokens.dpop.algorithms`: asymmetric only (the schema offers no other). */
+  algorithms: readonly string[];
+  /** `tokens.dpop.proofWindowS`: how far `iat` may be from now, either way. */
+  proofWindowS: number;
+  store: Pick<Store, 'rememberDpopProof'>;
+  /** Whose X-Forwarded-Proto and -Host are believed (`server.trustedProxies`). */
+  clientAddress: Pick<ClientAddress, 'trustsPeer'>;
+  /** Epoch milliseconds; for tests of the window. */
+  now?: () => number;
+}
+
+/** What the request's proof must also match. */
+export interface ProofExpectation {
+  /** The access (or refresh) token presented with the DPoP scheme: the proof's `ath` must be its hash (RFC 9449 4.3 step 11). */
+  accessToken?: string;
+  /** The thumbprint the token is bound to (`cnf.jkt`): the proof must be signed with that key. */
+  jkt?: string;
+}
+
+/** A refused proof; `reason` is a fixed text, safe for a client and a metric label. */
+export class DpopProofError extends Error {
+  readonly reason: string;
+
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(reason, options);
+    this.name = 'DpopProofError';
+    this.reason = reason;
+  }
+}
+
+/** Far above any proof an honest client makes (an RSA-4096 key and signature fit in 2 KiB); refused before any parsing. */
+export const MAX_PROOF_LENGTH = 4096;
+const MAX_JTI_LENGTH = 256;
+/** Private members of any key type (RFC 7518 6.2.2, 6.3.2, 6.4; RFC 8037 2): a JWK with one is not a public key. */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
+
+export class DpopProofCheck {
+  readonly algorithms: readonly string[];
+  readonly #window: number;
+  readonly #store: Pick<Store, 'rememberDpopProof'>;
+  readonly #clientAddress: Pick<ClientAddress, 'trustsPeer'>;
+  readonly #now: () => number;
+
+  constructor(options: DpopProofCheckOptions) {
+    this.algorithms = [...options.algorithms];
+    this.#window = options.proofWindowS;
+    this.#store = options.store;
+    this.#clientAddress = options.clientAddress;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Whether the request carries a `DPoP` header at all. */
+  static present(req: Pick<IncomingMessage, 'headers'>): boolean {
+    return req.headers.dpop !== undefined;
+  }
+
+  /**
+   * The thumbprint of the key that signed the request's valid proof, after its
+   * `jti` was remembered. Throws DpopProofError for a missing or bad proof,
+   * `store_unavailable` when the replay memory cannot be asked.
+   */
+  async check(req: Pick<IncomingMessage, 'headers' | 'socket' | 'url' | 'method'>, expect: ProofExpectation = {}): Promise<string> {
+    const proof = req.headers.dpop;
+    if (proof === undefined || proof === '') throw new DpopProofError('a DPoP proof is required');
+    // Node joins repeated headers with ", "; a compact JWS holds neither, so this is also "more than one DPoP header".
+    if (typeof proof !== 'string' || proof.length > MAX_PROOF_LENGTH || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(proof)) {
+      throw new DpopProofError('the DPoP proof is not one compact JWS of a sensible size');
+    }
+    const jwk = this.#headerKey(proof);
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: [...this.algorithms] }));
+    } catch (error) {
+      throw new DpopProofError('the DPoP proof does not verify with its own key', { cause: error });
+    }
+    const jti = this.#claims(payload, req, expect);
+    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+    if (expect.jkt !== undefined && jkt !== expect.jkt) throw new DpopProofError('the DPoP proof is signed with another key than the token is bound to');
+    await this.#remember(jkt, jti);
+    return jkt;
+  }
+
+  /** The proof's header, read before jose: the checks that say precisely what is wrong, and the public key itself. */
+  #headerKey(proof: string): JWK {
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(proof);
+    } catch {
+      throw new DpopProofError('the DPoP proof header is not JSON');
+    }
+    if (header.typ !== 'dpop+jwt') throw new DpopProofError('the DPoP proof typ is not dpop+jwt');
+    if (typeof header.alg !== 'string' || !this.algorithms.includes(header.alg)) throw new DpopProofError('the DPoP proof alg is not one this gateway accepts');
+    const jwk = header.jwk;
+    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new DpopProofError('the DPoP proof carries no jwk');
+    if (PRIVATE_MEMBERS.some((member) => Object.hasOwn(jwk, member))) throw new DpopProofError('the DPoP proof jwk holds private key material');
+    return jwk;
+  }
+
+  /** RFC 9449 4.3 steps 8–11 and the `jti`'s shape; returns the `jti`. */
+  #claims(payload: Record<string, unknown>, req: Pick<IncomingMessage, 'headers' | 'socket' | 'url' | 'method'>, expect: ProofExpectation): string {
+    const { jti, htm, htu, iat, ath } = payload;
+    if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) throw new DpopProofError('the DPoP proof has no usable jti');
+    if (htm !== req.method) throw new DpopProofError('the DPoP proof htm is not the request method');
+    const expected = requestUrl(req, this.#clientAddress);
+    if (typeof htu !== 'string' || expected === null || comparableUrl(htu) !== expected) throw new DpopProofError('the DPoP proof htu is not the request URL');
+    if (typeof iat !== 'number' || !Number.isFinite(iat)) throw new DpopProofError('the DPoP proof has no iat');
+    if (Math.abs(this.#now() / 1000 - iat) > this.#window) throw new DpopProofError('the DPoP proof iat is outside the accepted window');
+    if (expect.accessToken !== undefined) {
+      const hash = createHash('sha256').update(expect.accessToken, 'ascii').digest('base64url');
+      if (ath !== hash) throw new DpopProofError('the DPoP proof ath is not the hash of the token');
+    }
+    return jti;
+  }
+
+  /** RFC 9449 11.1: a `jti` accepted once, on any instance, is refused for as long as its proof could pass the window. */
+  async #remember(jkt: string, jti: string): Promise<void> {
+    // Per key (two clients may well pick the same jti), and digested: a client's jti never becomes a Redis key as it is.
+    const id = createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url');
+    let first: boolean;
+    try {
+      first = await this.#store.rememberDpopProof(id, 2 * this.#window * 1000);
+    } catch (error) {
+      throw storeUnavailable(error);
+    }
+    if (!first) throw new DpopProofError('the DPoP proof was used before');
+  }
+}
+
+/** RFC 9449 7.1: the challenge of a 401 that a DPoP-bound token, or a proof, caused. */
+export function dpopChallenge(error: 'invalid_token' | 'invalid_dpop_proof', description: string, algorithms: readonly string[]): string {
+  return `DPoP error="${error}", error_description="${description.replace(/["\\]/g, '')}", algs="${algorithms.join(' ')}"`;
+}
