@@ -1,13 +1,14 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, oidc (all by default), and builds
-// (two builds in one run, with BENCH_BASELINE_REF; only when named). BENCH_DURATION_S and
+// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end (all by default), and builds
+// (two builds in one run, with BENCH_BASELINE_REF; only when named) and profile (a CPU profile of the hot path; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
 import { runAuthzSection } from './authz.js';
 import { runBuildsSection } from './builds.js';
+import { runDpopSection } from './dpop.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
 import { runFloodSection } from './flood.js';
@@ -16,7 +17,9 @@ import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
 import { runOidcSection } from './oidc.js';
 import { runPathsSection } from './paths.js';
+import { runProfileSection } from './profile.js';
 import { runProxySection } from './proxy.js';
+import { runSessionEndSection } from './session-end.js';
 import { runWrongCredentialsSection } from './wrong-credentials.js';
 
 const SECTIONS: Record<string, () => Promise<unknown>> = {
@@ -32,10 +35,13 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   flood: runFloodSection,
   limits: runLimitsSection,
   authz: runAuthzSection,
+  dpop: runDpopSection,
   oidc: runOidcSection,
+  'session-end': runSessionEndSection,
+  profile: runProfileSection,
 };
 /** Sections that run only when named: they need something from the caller. */
-const ON_REQUEST = new Set(['builds']);
+const ON_REQUEST = new Set(['builds', 'profile']);
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in SECTIONS));

@@ -1,0 +1,58 @@
+// Where the µs of one authenticated proxied request go: Gatehouse under load
+// with V8's sampling profiler on (`--cpu-prof`), the profile split by where
+// each sample's function lives (parse, route, token cache, headers, undici,
+// access line, metrics, telemetry…) and printed as CPU µs per request.
+//
+//   npm run bench -- profile        (BENCH_DURATION_S sets the load, default 10 s;
+//                                    BENCH_PROFILE_DIST profiles another build's dist/)
+//
+// The .cpuprofile file is kept (bench/results/) to open in Chrome DevTools or
+// speedscope; the summary names the profile it read.
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRedisServer } from '../test/helpers/redis-server.js';
+import { loginTokens, startGatehouse } from './lib/gatehouse.js';
+import { load } from './lib/load.js';
+import { startServer } from './lib/processes.js';
+import { summariseProfile, type CpuProfile } from './lib/profile-summary.js';
+
+const say = (line: string) => process.stdout.write(`[profile] ${line}\n`);
+
+export async function runProfileSection(): Promise<void> {
+  const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
+  const profileDir = mkdtempSync(join(tmpdir(), 'gatehouse-profile-'));
+  const redis = await startRedisServer();
+  const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
+  const gatehouse = await startGatehouse({
+    routes: [{ prefix: '/', upstreams: [upstream.url] }],
+    extra: { store: { url: redis.url } },
+    nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
+    ...(process.env.BENCH_PROFILE_DIST ? { distDir: process.env.BENCH_PROFILE_DIST } : {}),
+  });
+  let requests = 0;
+  try {
+    const { access_token } = await loginTokens(gatehouse.url);
+    const headers = { authorization: `Bearer ${access_token}` };
+    say('warming up (2 s)');
+    requests += (await load(`${gatehouse.url}/items/1`, { connections: 50, durationS: 2, headers })).requests;
+    say(`profiling ${durationS} s of proxied GETs at c=50 with a cached access token`);
+    const result = await load(`${gatehouse.url}/items/1`, { connections: 50, durationS, headers });
+    requests += result.requests;
+    say(`${result.rps.toFixed(0)} req/s, ${result.errors} errors`);
+  } finally {
+    // The profile is written when the process exits.
+    await gatehouse.stop();
+    await upstream.stop();
+    await redis.close();
+  }
+  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${profileDir}`);
+  const kept = join('bench', 'results', `profile-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`);
+  mkdirSync(join('bench', 'results'), { recursive: true });
+  renameSync(join(profileDir, file), kept);
+  const profile = JSON.parse(readFileSync(kept, 'utf8')) as CpuProfile;
+  // Every request of the process's life, the login's and the warm-up's included: the profile covers them all.
+  process.stdout.write(summariseProfile(profile, requests));
+  say(`profile kept in ${kept}`);
+}
