@@ -1,6 +1,7 @@
 // The benchmark's backend: answers every request with ~100 bytes of JSON,
-// 202 + a requestId for /jobs (the async capture benchmark), and bulk bodies
-// for the streaming memory benchmark.
+// 202 + a requestId for /jobs (the async capture benchmark), bulk bodies
+// for the streaming memory benchmark, and an endless event stream at /events
+// (the session-end benchmark: the gateway ends it when its session ends).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
@@ -27,6 +28,14 @@ const server = createServer((req, res) => {
       res.end();
     };
     pump();
+    return;
+  }
+  if (req.url.startsWith('/events')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+    res.write(': open\n\n');
+    let n = 0;
+    const tick = setInterval(() => res.write(`data: ${n++}\n\n`), 100);
+    res.once('close', () => clearInterval(tick));
     return;
   }
   if (req.url.startsWith('/jobs')) {
