@@ -46,7 +46,7 @@ import { UndiciEngine } from './proxy/engines/undici-engine.js';
 import { ProxyHandler } from './proxy/proxy-handler.js';
 import { ProxyRoutes } from './proxy/proxy-routes.js';
 import { SessionHoldings } from './proxy/session-holdings.js';
-import { HeaderPolicy } from './proxy/upstream-headers.js';
+import { headerPolicyFor } from './proxy/upstream-headers.js';
 import { TargetRegistry } from './proxy/upstream-pool.js';
 import { WebSocketProxy } from './proxy/websocket.js';
 import { AsyncCapture } from './requests/async-capture.js';
@@ -148,7 +148,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget, lookup });
   // The client's address, one reading for limits, throttling, logs and the X-Forwarded-For sent upstream.
   const clientAddress = compileClientAddress(config.server.trustedProxies);
-  const headers = new HeaderPolicy({ identityHeaders: config.proxy.identityHeaders, clientAddress, allowClientHeaders: config.proxy.allowClientHeaders });
+  const headers = headerPolicyFor(config, keys, clientAddress);
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({
     routes: () => routes,

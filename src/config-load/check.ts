@@ -4,6 +4,7 @@
 // here writes a file or opens a socket, so it can run before anything else.
 import { dirname } from 'node:path';
 import { checkEnvironment } from './environment.js';
+import { upstreamTlsProblems } from './upstream-tls-files.js';
 import { ConfigError, configFilePath, DEFAULT_CONFIG_FILE, readConfigFile, validateConfig, type LoadConfigOptions } from './load.js';
 import type { Config } from '../config/schema.js';
 
@@ -19,6 +20,8 @@ export function loadCheckedConfig(options: LoadConfigOptions = {}): CheckedConfi
   const { config, problems, files, label } = validateConfig(readConfigFile(file), { baseDir: dirname(file), env, source: file });
   // Only the embedded default's own files, not ones the environment put in their place.
   const embedded = file === DEFAULT_CONFIG_FILE;
+  // The upstreams' TLS files: judged only on a config that parsed (their paths are resolved in it).
+  if (config !== undefined) problems.push(...upstreamTlsProblems(config));
   problems.push(
     ...checkEnvironment(files, {
       embeddedDefault: { usersFile: embedded && !env.GATEHOUSE_USERS_FILE, keysFile: embedded && !env.GATEHOUSE_KEYS_FILE },

@@ -10,6 +10,7 @@ import { createConfigSchema, type Config } from '../config/schema.js';
 import { contentChecks } from './content-checks.js';
 import { listenerIssuer } from './issuer-default.js';
 import { missingFieldHelp, valueAt } from './missing-fields.js';
+import { resolveUpstreamTlsFiles } from './upstream-tls-files.js';
 
 /** `config/gatehouse.yaml` of the package: the embedded default (no Redis, a demo user). */
 /** The one schema, made once with the checks that judge a config's content. */
@@ -187,6 +188,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
     config.server.tls.keyFile = files.tls!.keyFile!;
     if (config.server.tls.clientCertificates) config.server.tls.clientCertificates.caFile = files.tls!.caFile!;
   }
+  resolveUpstreamTlsFiles(config, options.baseDir);
   return { config: deepFreeze(config), problems: [], files, label };
 }
 

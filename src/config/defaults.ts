@@ -83,6 +83,10 @@ export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
 export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';
 export const DEFAULT_KEY_THUMBPRINT_HEADER = 'x-gatehouse-dpop-jkt';
 
+/** The signed identity for backends (a route's `identityAssertion`): its header, and its longest life. */
+export const DEFAULT_ASSERTION_HEADER = 'x-gatehouse-assertion';
+export const MAX_ASSERTION_LIFETIME_S = 60;
+
 export const DEFAULT_REQUEST_ID_FIELD = 'requestId';
 export const DEFAULT_ASYNC_MAX_BODY_BYTES = 64 * 1024;
 export const DEFAULT_STATUS_POLL_INTERVAL_MS = 1_000;

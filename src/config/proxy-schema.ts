@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import * as d from './defaults.js';
 import { headerName, httpUrl, positiveInt, withoutIssues } from './schema-primitives.js';
+import { ProxyUpstreamTlsSchema } from './upstream-schema.js';
 
 /** The records of asynchronous requests (the 202 answers routes capture) and the status API that answers for them. */
 export const RequestsSchema = z.strictObject({
@@ -58,6 +59,8 @@ export function proxySchema(checks: ContentChecks) {
          * the request was sender-constrained. Absent for a plain bearer token.
          */
         keyThumbprint: headerName.default(d.DEFAULT_KEY_THUMBPRINT_HEADER),
+        /** The signed identity of routes with `identityAssertion` (a JWT the backend verifies); removed from every client request like the others. */
+        assertion: headerName.default(d.DEFAULT_ASSERTION_HEADER),
       })
       .superRefine((names, ctx): void => checks.identityHeaders(names, ctx), { when: withoutIssues })
       .prefault({}),
@@ -82,6 +85,8 @@ export function proxySchema(checks: ContentChecks) {
     maxSocketsPerTarget: positiveInt.default(d.DEFAULT_MAX_SOCKETS_PER_TARGET),
     /** The in-flight cap of a public route that names none: unauthenticated traffic never takes a whole pool. */
     publicRouteMaxUpstreamConnections: positiveInt.default(d.DEFAULT_PUBLIC_ROUTE_MAX_UPSTREAM_CONNECTIONS),
+    /** TLS to every route's `https://` upstreams (a route's own `tls` takes precedence). */
+    upstreamTls: ProxyUpstreamTlsSchema.prefault({}),
   });
 }
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { RoleNameSchema } from '../core/role-name.js';
 import * as d from './defaults.js';
 import { help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
+import { IdentityAssertionSchema, UpstreamTlsSchema } from './upstream-schema.js';
 
 /** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
 export const RateLimitSchema = z.strictObject({
@@ -100,8 +101,12 @@ export const RouteSchema = z.strictObject({
     .optional(),
   /** `required`: a valid bearer token (401 otherwise); `none`: a public route. */
   auth: z.enum(['required', 'none']).default('required'),
+  /** TLS to the `https://` upstreams: CAs, SNI, a client certificate (mTLS), HTTP/2. Absent: `proxy.upstreamTls`, the system's CAs, the URL's host. */
+  tls: UpstreamTlsSchema.optional(),
   /** Pass the client's `Authorization` header on to the upstream (else it is removed). */
   forwardAuthorization: z.boolean().default(false),
+  /** Send the upstream a signed, short-lived JWT naming the caller (opt-in; see docs/guides/backend-identity.md). */
+  identityAssertion: IdentityAssertionSchema.optional(),
   /**
    * Take paths with an encoded slash (`%2F`); refused (400) otherwise. Even
    * then, a dot segment beside one (`..%2F`) or a path that reads as another

@@ -13,6 +13,7 @@ import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-sch
 import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
 import { AuthorizationSchema, CorsSchema, RouteSchema, type RateLimitSchema } from './route-schema.js';
 import { always } from './schema-primitives.js';
+import { checkRouteUpstreams } from './upstream-schema.js';
 import { AdminSchema, LogSchema, serverSchema, storeSchema } from './server-schema.js';
 
 export { OidcIdentitySchema, SIGNING_ALGORITHMS, type OidcIdentityConfig } from './identity-schema.js';
@@ -46,6 +47,7 @@ export function createConfigSchema(checks: ContentChecks) {
     .superRefine((value, ctx) => checkKeysFile(value, ctx.issues), { when: always })
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
+    .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))
     .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues));
 }
 

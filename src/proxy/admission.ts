@@ -146,6 +146,8 @@ export class Admission {
       principal: admitted.principal ?? null,
       requestId,
       host: req.headers.host ?? '',
+      assertion: admitted.route?.config.identityAssertion,
+      routeName: admitted.route?.name,
     });
   }
 }

@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { UpstreamTarget } from './upstream-pool.js';
+import type { UpstreamTls } from './upstream-tls.js';
 
 export interface ForwardOptions {
   target: UpstreamTarget;
@@ -17,6 +18,8 @@ export interface ForwardOptions {
   connectTimeoutMs: number;
   /** Time allowed from sending the request to receiving the response head. */
   responseTimeoutMs: number;
+  /** The route's TLS settings for an https:// target (CAs, SNI, client certificate, HTTP/2); absent: undici's defaults. */
+  tls?: UpstreamTls | undefined;
 }
 
 export interface ResponseHead {

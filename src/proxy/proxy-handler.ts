@@ -21,7 +21,7 @@ import { guardBody } from '../limits/body-guard.js';
 import { declaredLengthExceeds, hasBody } from './body-limit.js';
 import type { ForwardingEngine, ResponseHead } from './engine.js';
 import type { AcceptedAnswer } from './plug-ins.js';
-import { isConnectFailure, upstreamFailureKind } from './upstream-errors.js';
+import { isConnectFailure, tlsFailureCode, upstreamFailureKind } from './upstream-errors.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { ClientAddress } from '../http/client-address.js';
 import type { UpstreamTarget } from './upstream-pool.js';
@@ -139,6 +139,7 @@ export class ProxyHandler {
       body,
       connectTimeoutMs: config.connectTimeoutMs,
       responseTimeoutMs: config.responseTimeoutMs,
+      tls: pool.tls,
     };
     exchange.upstreamStarted = performance.now();
     engine
@@ -153,6 +154,14 @@ export class ProxyHandler {
         // nobody to answer, and the target is not to blame.
         if (res.destroyed || res.writableEnded) return;
         this.#options.metrics?.upstreamFailures.inc({ route: route.name, kind: upstreamFailureKind(error) });
+        const tlsCode = tlsFailureCode(error);
+        if (tlsCode !== undefined) {
+          // Never a retry in the clear: the request fails (502), and the operator is told which route and why.
+          this.#options.logger.error(
+            { reqId: exchange.requestId, route: route.name, upstream: target.origin, tlsCode },
+            `upstream TLS failed on route ${route.name}: ${tlsCode}`,
+          );
+        }
         if (!isConnectFailure(error)) {
           this.#fail(exchange, error);
           return;

@@ -5,6 +5,7 @@ import type { ProxyConfig, RouteConfig } from '../config/schema.js';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
 import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { UpstreamPool, type TargetRegistry } from './upstream-pool.js';
+import { compileUpstreamTls } from './upstream-tls.js';
 
 export class ProxyRoutes {
   readonly table: RouteTable;
@@ -29,7 +30,9 @@ export class ProxyRoutes {
     for (const route of table.routes) {
       const targets = route.config.upstreams.map((url) => registry.target(url));
       targets.forEach((t) => origins.add(t.origin));
-      pools.set(route, new UpstreamPool(targets, proxy.targetDownMs, inFlightCap(route.config, proxy)));
+      // Its files are read here, at start and at each reload: a renewed certificate applies from the next reload.
+      const tls = compileUpstreamTls(route.config.tls, proxy.upstreamTls.caFile);
+      pools.set(route, new UpstreamPool(targets, proxy.targetDownMs, inFlightCap(route.config, proxy), tls));
     }
     registry.retainOnly(origins);
     return new ProxyRoutes(table, pools);

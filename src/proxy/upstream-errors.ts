@@ -37,6 +37,44 @@ export function isConnectFailure(error: unknown): boolean {
   return code !== undefined && CONNECT_FAILURES.has(code);
 }
 
+/**
+ * OpenSSL's verification results as Node names them (X509_V_ERR_* without
+ * the prefix): the upstream's certificate is untrusted, for another name,
+ * expired, or otherwise unusable.
+ */
+const CERTIFICATE_FAILURES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_SIGNATURE_FAILURE',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'HOSTNAME_MISMATCH',
+]);
+
+/**
+ * The TLS code of a failure to speak TLS with the upstream (its certificate
+ * refused, the handshake or a TLS alert: `ERR_TLS_*`, `ERR_SSL_*`, as when a
+ * backend refuses the gateway's client certificate); undefined for any other
+ * failure. Looks through undici's wrappers to the socket's own error.
+ */
+export function tlsFailureCode(error: unknown): string | undefined {
+  let current: unknown = isGatehouseError(error) ? error.cause : error;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    const code = errorCode(current);
+    if (code !== undefined && (CERTIFICATE_FAILURES.has(code) || code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_'))) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 const REFUSED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
 const RESET = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 

@@ -23,7 +23,7 @@
 // header names and values are read as header-syntax.ts says.
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../core/principal.js';
-import type { IdentityHeaderNames } from '../config/schema.js';
+import type { Config, IdentityHeaderNames } from '../config/schema.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { REQUEST_ID_HEADER } from '../observability/request-id.js';
 import { setForwardingHeaders } from './forwarded-headers.js';
@@ -39,6 +39,14 @@ import {
   OVERRIDE_HEADERS,
 } from './header-syntax.js';
 import { IdentityHeaders } from './identity-headers.js';
+import { IdentityAssertions } from '../tokens/identity-assertion.js';
+import type { KeySet } from '../tokens/keyset.js';
+
+/** Signs the identity assertion of a request (tokens/identity-assertion.ts). */
+export interface AssertionSigner {
+  assertion(principal: Principal, audience: string, lifetimeS: number): string;
+}
+
 /** RFC 9449's proof header: checked by the bearer rule, never forwarded, even on a route with `forwardAuthorization`. */
 const DPOP_HEADER = 'dpop';
 
@@ -48,6 +56,8 @@ export interface HeaderPolicyOptions {
   clientAddress: ClientAddress;
   /** Client headers of the kinds removed below that backends may receive all the same (`proxy.allowClientHeaders`). */
   allowClientHeaders?: readonly string[];
+  /** Signs the assertions of routes with `identityAssertion`; absent, no route may ask for one. */
+  assertions?: AssertionSigner;
 }
 
 export interface RequestHeaderContext {
@@ -58,6 +68,10 @@ export interface RequestHeaderContext {
   requestId: string;
   /** The Host the client used (X-Forwarded-Host, `Forwarded: host=`). */
   host: string;
+  /** The route's `identityAssertion`: a signed identity goes with the request (when there is a principal). */
+  assertion?: { audience?: string | undefined; lifetimeS: number } | undefined;
+  /** The route's name: the assertion's audience unless it names one. */
+  routeName?: string;
 }
 
 /** The header names a Connection value nominates, lower-cased; null when none. */
@@ -90,11 +104,16 @@ export class HeaderPolicy {
   /** Canonical names of `proxy.allowClientHeaders`: spares an `x-gatehouse-*` the gateway does not set. */
   readonly #allowed: ReadonlySet<string>;
   readonly #identity: IdentityHeaders;
+  /** The header the signed identity goes in (lower-cased). */
+  readonly #assertionName: string;
+  readonly #assertions: AssertionSigner | undefined;
 
   constructor(options: HeaderPolicyOptions) {
     this.#clientAddress = options.clientAddress;
     this.#identity = new IdentityHeaders(options.identityHeaders);
-    const owned = [...this.#identity.canonicalNames, REQUEST_ID_HEADER];
+    this.#assertionName = assertionHeaderName(options.identityHeaders.assertion, this.#identity.canonicalNames);
+    this.#assertions = options.assertions;
+    const owned = [...this.#identity.canonicalNames, canonicalName(this.#assertionName), REQUEST_ID_HEADER];
     const allowed = new Set((options.allowClientHeaders ?? []).map((name) => canonicalName(name.toLowerCase())));
     for (const name of allowed) {
       if (owned.includes(name)) throw new Error(`proxy.allowClientHeaders: "${name}" is set by the gateway alone`);
@@ -138,8 +157,18 @@ export class HeaderPolicy {
 
     setForwardingHeaders(out, req, peer, trusted, context.host);
     out[REQUEST_ID_HEADER] = headerSafe(context.requestId);
-    if (context.principal !== null) this.#identity.write(out, context.principal);
+    if (context.principal !== null) {
+      this.#identity.write(out, context.principal);
+      if (context.assertion !== undefined) out[this.#assertionName] = this.#assert(context.principal, context);
+    }
     return out;
+  }
+
+  #assert(principal: Principal, context: RequestHeaderContext): string {
+    const { assertion, routeName } = context;
+    // The config check refuses identityAssertion where nothing could sign it: reaching this is a wiring fault, never a quiet omission.
+    if (this.#assertions === undefined) throw new Error('a route asks for an identity assertion but the gateway has no signer');
+    return this.#assertions.assertion(principal, assertion!.audience ?? routeName ?? '', assertion!.lifetimeS);
   }
 
   /** The upstream response's headers for the client: hop-by-hop ones removed, all else kept (every Set-Cookie). */
@@ -154,4 +183,23 @@ export class HeaderPolicy {
     }
     return out;
   }
+}
+
+/** The assertion's header, lower-cased; throws when the gateway handles that name otherwise (the config check runs this). */
+function assertionHeaderName(name: string, identity: readonly string[]): string {
+  const lower = name.toLowerCase();
+  const canonical = canonicalName(lower);
+  if (HOP_BY_HOP.has(canonical) || NOT_NOMINATABLE.has(canonical) || isForwardingHeader(canonical) || canonical === 'authorization' || canonical === 'cookie') {
+    throw new Error(`proxy.identityHeaders: "${lower}" is a header the gateway already handles; choose another name`);
+  }
+  if (canonical === REQUEST_ID_HEADER || identity.includes(canonical)) {
+    throw new Error('proxy.identityHeaders: each identity header needs a name of its own');
+  }
+  return lower;
+}
+
+/** The gateway's header policy: its names and allowances from `proxy`, its assertions signed with the gateway's keys for `tokens.issuer`. */
+export function headerPolicyFor(config: Pick<Config, 'proxy' | 'tokens'>, keys: KeySet, clientAddress: ClientAddress): HeaderPolicy {
+  const { identityHeaders, allowClientHeaders } = config.proxy;
+  return new HeaderPolicy({ identityHeaders, clientAddress, allowClientHeaders, assertions: new IdentityAssertions({ keys, issuer: config.tokens.issuer }) });
 }

@@ -1,3 +1,5 @@
+import type { UpstreamTls } from './upstream-tls.js';
+
 // The targets of one route: round-robin over the healthy ones. A target that
 // refuses connections is skipped for `targetDownMs`, then tried again by the
 // next request that reaches it (passive health checking, as Envoy's outlier
@@ -49,6 +51,8 @@ export class TargetRegistry {
 
 export class UpstreamPool {
   readonly targets: readonly UpstreamTarget[];
+  /** How its https:// targets are spoken to (CAs, SNI, client certificate, HTTP/2); undefined: undici's defaults. */
+  readonly tls: UpstreamTls | undefined;
   /**
    * Upstream requests of this route in flight at once, at most: the targets'
    * connections are shared by every route that names them, and one route
@@ -59,8 +63,9 @@ export class UpstreamPool {
   readonly #downMs: number;
   #next = 0;
 
-  constructor(targets: readonly UpstreamTarget[], downMs: number, maxInFlight = Infinity) {
+  constructor(targets: readonly UpstreamTarget[], downMs: number, maxInFlight = Infinity, tls?: UpstreamTls) {
     this.targets = targets;
+    this.tls = tls;
     this.#downMs = downMs;
     this.maxInFlight = maxInFlight;
   }

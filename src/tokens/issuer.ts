@@ -1,10 +1,10 @@
 // Signs the tokens of a session. A login gets an access token and a refresh
 // token; a refresh gets a new access token and keeps its refresh token
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
-import { randomUUID, sign } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { SessionRecord } from '../store/store.js';
 import type { Grants } from '../identity/identity-provider.js';
-import { keyObjectOf } from './key-material.js';
+import { signCompactJws } from './compact-jws.js';
 import type { KeySet } from './keyset.js';
 import type { TokenType } from '../core/vocabulary.js';
 import { TokenError, type TokenClaims, type TokenSet } from './types.js';
@@ -38,6 +38,9 @@ function grantClaims(grants: Grants | undefined): Pick<TokenClaims, 'roles' | 'g
     ...(grants.readOnly && { ro: true as const }),
   };
 }
+
+/** Every token's JOSE header past `alg` and `kid`. */
+const JWT_HEADER = { typ: 'JWT' } as const;
 
 export class TokenIssuer {
   readonly #keys: KeySet;
@@ -114,16 +117,8 @@ export class TokenIssuer {
     };
   }
 
-  /**
-   * The compact JWS jose's SignJWT would write (same header, same claims in
-   * the same order), signed with node:crypto's synchronous sign: a few tens
-   * of µs on the event loop, where WebCrypto's asynchronous sign queues on
-   * libuv's thread pool behind whatever password hashing holds it.
-   */
+  /** The compact JWS jose's SignJWT would write (same header, same claims in the same order): compact-jws.ts. */
   async #sign(claims: SessionClaims, typ: TokenType, iat: number, exp: number): Promise<string> {
-    // Read per token: a rotation picked up from disk applies to the very next one.
-    const { kid, alg, key } = this.#keys.signingKey();
-    const header = { alg, kid, typ: 'JWT' };
     const payload = {
       typ,
       sid: claims.sid,
@@ -141,18 +136,9 @@ export class TokenIssuer {
       exp,
       jti: randomUUID(),
     };
-    const signingInput = `${base64Url(JSON.stringify(header))}.${base64Url(JSON.stringify(payload))}`;
-    const signature = sign(alg === 'EdDSA' ? null : 'sha256', Buffer.from(signingInput), {
-      key: keyObjectOf(key),
-      // JWS (RFC 7518 3.4) wants r ‖ s, not DER; ignored for the other key types.
-      dsaEncoding: 'ieee-p1363',
-    });
-    return `${signingInput}.${signature.toString('base64url')}`;
+    // Read per token: a rotation picked up from disk applies to the very next one.
+    return signCompactJws(this.#keys.signingKey(), JWT_HEADER, payload);
   }
-}
-
-function base64Url(json: string): string {
-  return Buffer.from(json, 'utf8').toString('base64url');
 }
 
 function epochSeconds(ms: number): number {

@@ -30,6 +30,7 @@ const IDENTITY: IdentityHeaderNames = {
   tokenType: 'x-gatehouse-token-type',
   authMethod: 'x-gatehouse-auth-method',
   keyThumbprint: 'x-gatehouse-dpop-jkt',
+  assertion: 'x-gatehouse-assertion',
 };
 
 const ALICE: Principal = {
@@ -288,6 +289,7 @@ describe('identity headers', () => {
         tokenType: 'X-Auth-Token-Type',
         authMethod: 'X-Auth-Method',
         keyThumbprint: 'X-Auth-Key-Thumbprint',
+        assertion: 'X-Auth-Assertion',
       },
       clientAddress: NO_PROXIES,
     });

@@ -6,7 +6,10 @@ import type { LookupFunction } from 'node:net';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { Pool } from 'undici';
 import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../engine.js';
+import type { UpstreamTarget } from '../upstream-pool.js';
+import type { UpstreamTls } from '../upstream-tls.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
+import { TlsAlerts } from './tls-alerts.js';
 import { CountingClient, isKeepAliveRace, trackAttempt } from './undici-retry.js';
 
 /** The event undici listens for on an EventEmitter signal. */
@@ -27,6 +30,7 @@ export class UndiciEngine implements ForwardingEngine {
   /** Per target, connections that carry one request each: where a request lost to the keep-alive race is sent again. */
   readonly #freshPools = new Map<string, Pool>();
   readonly #options: UndiciEngineOptions;
+  readonly #tlsAlerts = new TlsAlerts();
 
   constructor(options: UndiciEngineOptions) {
     this.#options = options;
@@ -34,7 +38,7 @@ export class UndiciEngine implements ForwardingEngine {
 
   /** undici's `stream()`: the body goes straight into what `sink` returns, with no Readable in between. */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
-    const pool = this.#pool(options.target.origin, options.connectTimeoutMs);
+    const pool = this.#pool(this.#pools, options.target, options.connectTimeoutMs, options.tls);
     // The client going away aborts the upstream request at once, whether it
     // is still waiting for the response head or already streaming the body.
     // undici takes any EventEmitter as its abort signal: the response itself
@@ -72,7 +76,7 @@ export class UndiciEngine implements ForwardingEngine {
         // Lost to the keep-alive race (undici-retry.ts), with its client still
         // waiting: once more, on a connection of its own.
         if (attempt === undefined || !isKeepAliveRace(attempt, error) || res.destroyed || res.headersSent) throw error;
-        return this.#freshPool(options.target.origin, options.connectTimeoutMs).stream({ ...request, reset: true }, factory);
+        return this.#pool(this.#freshPools, options.target, options.connectTimeoutMs, options.tls).stream({ ...request, reset: true }, factory);
       })
       .then(
         () => {
@@ -80,7 +84,7 @@ export class UndiciEngine implements ForwardingEngine {
         },
         (error: unknown): never => {
           res.off('close', abort);
-          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : error);
+          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : this.#tlsAlerts.explain(error));
         },
       );
   }
@@ -90,29 +94,26 @@ export class UndiciEngine implements ForwardingEngine {
     res.emit(ABORT);
   }
 
-  #pool(origin: string, connectTimeoutMs: number): Pool {
-    const key = `${origin} ${connectTimeoutMs}`;
-    let pool = this.#pools.get(key);
+  /**
+   * The pool of `pools` for the target, connect timeout and TLS settings.
+   * In `#pools` the clients count what each connection carried (a request lost
+   * on a reused one may be sent again); in `#freshPools` every request (sent
+   * with `reset`) has a new connection, closed after its answer.
+   */
+  #pool(pools: Map<string, Pool>, target: UpstreamTarget, connectTimeoutMs: number, settings: UpstreamTls | undefined): Pool {
+    // TLS settings apply to https:// targets only (the config refuses them on a route with an http:// one).
+    const tls = target.protocol === 'https:' ? settings : undefined;
+    const key = `${target.origin} ${connectTimeoutMs} ${tls?.poolKey ?? ''}`;
+    let pool = pools.get(key);
     if (!pool) {
       const { connectionsPerTarget, lookup } = this.#options;
-      // undici hands `connect` options to net.connect / tls.connect, `lookup` included.
-      const connect = lookup === undefined ? { timeout: connectTimeoutMs } : { timeout: connectTimeoutMs, lookup };
-      // Its clients count what each connection carried: a request lost on a reused one may be sent again.
-      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1, factory: (url, opts) => new CountingClient(url, opts) });
-      this.#pools.set(key, pool);
-    }
-    return pool;
-  }
-
-  /** A pool whose every request (sent with `reset`) has a new connection, closed after its answer. */
-  #freshPool(origin: string, connectTimeoutMs: number): Pool {
-    const key = `${origin} ${connectTimeoutMs}`;
-    let pool = this.#freshPools.get(key);
-    if (!pool) {
-      const { connectionsPerTarget, lookup } = this.#options;
-      const connect = lookup === undefined ? { timeout: connectTimeoutMs } : { timeout: connectTimeoutMs, lookup };
-      pool = new Pool(origin, { connections: connectionsPerTarget, connect, pipelining: 1 });
-      this.#freshPools.set(key, pool);
+      // undici hands `connect` options to net.connect / tls.connect, `lookup`, CAs, client certificate and SNI included.
+      const options = { timeout: connectTimeoutMs, ...(lookup !== undefined && { lookup }), ...tls?.connect };
+      // https:// connections are watched for the TLS alert undici would lose (tls-alerts.ts); plain ones are made as always.
+      const connect = target.protocol === 'https:' ? this.#tlsAlerts.connector({ ...options, allowH2: tls?.allowH2 ?? false }) : options;
+      const counting = pools === this.#pools && { factory: (url: URL, opts: object) => new CountingClient(url, opts) };
+      pool = new Pool(target.origin, { connections: connectionsPerTarget, connect, pipelining: 1, allowH2: tls?.allowH2 ?? false, ...counting });
+      pools.set(key, pool);
     }
     return pool;
   }

@@ -1,0 +1,60 @@
+// How the gateway speaks TLS to a route's https:// upstreams: whose
+// certificates it trusts (the system's CAs, or the configured bundle in their
+// place), the name it asks for (SNI, and the name the certificate must hold),
+// the client certificate it shows (mTLS to the backend), and whether it may
+// speak HTTP/2. Read from the files once per (re)load of the routes, never per
+// request; the files were checked before (config-load/upstream-tls-files.ts).
+//
+// Nothing here ever turns verification off: a certificate that does not
+// verify fails the request (502), it is never sent in the clear instead.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+/** The configured fields, paths resolved (the route's `tls`, over `proxy.upstreamTls`). */
+export interface UpstreamTlsConfig {
+  caFile?: string | undefined;
+  servername?: string | undefined;
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
+  http2?: boolean | undefined;
+}
+
+/** What the forwarding engine's connections are made with. */
+export interface UpstreamTls {
+  /** Tells apart connection pools: the same origin with other TLS settings needs connections of its own. */
+  readonly poolKey: string;
+  /** Options for tls.connect (none means the system's CAs and the URL's host as SNI). */
+  readonly connect: Readonly<{ ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string }>;
+  /** Offer `h2` in ALPN beside `http/1.1` (undici's allowH2). */
+  readonly allowH2: boolean;
+}
+
+/**
+ * The settings of a route from its own `tls` and the proxy-wide CA bundle;
+ * undefined when neither says anything (undici's defaults: system CAs, SNI
+ * from the URL, HTTP/1.1). Throws when a file cannot be read (a reload keeps
+ * the routes it has then).
+ */
+export function compileUpstreamTls(route: UpstreamTlsConfig | undefined, proxyCaFile: string | undefined): UpstreamTls | undefined {
+  const caFile = route?.caFile ?? proxyCaFile;
+  if (caFile === undefined && route === undefined) return undefined;
+  const connect: { ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string } = {};
+  const digest = createHash('sha256');
+  const add = (field: 'ca' | 'cert' | 'key', file: string | undefined) => {
+    if (file === undefined) return;
+    const content = readFileSync(file);
+    connect[field] = content;
+    // The content, not the path: a renewed certificate reloaded under the same name gets new connections.
+    digest.update(`${field}:`).update(content);
+  };
+  add('ca', caFile);
+  add('cert', route?.certFile);
+  add('key', route?.keyFile);
+  if (route?.servername !== undefined) {
+    connect.servername = route.servername;
+    digest.update(`servername:${route.servername}`);
+  }
+  const allowH2 = route?.http2 === true;
+  digest.update(`h2:${allowH2}`);
+  return { poolKey: digest.digest('base64url'), connect, allowH2 };
+}

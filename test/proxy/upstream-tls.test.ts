@@ -1,0 +1,200 @@
+// TLS to upstreams end to end: real https:// backends on loopback with
+// certificates a private CA made for this test (openssl), behind a real
+// gateway. A certificate that does not verify (untrusted, another name,
+// expired) answers 502 with $diagnoses and a log line naming the route and
+// the TLS code, and nothing reaches the backend, over TLS or in the clear; a
+// backend that demands a client certificate gets the route's; HTTP/2 is
+// spoken where a route offers it.
+import { createSecureServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { createServer as createHttpsServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestAuthority, type TestAuthority } from '../helpers/certificates.js';
+import { expectDiagnoses } from '../helpers/diagnoses.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import type { LogEntry } from '../helpers/log-sink.js';
+
+interface Backend {
+  url: string;
+  /** Requests that reached the backend's handler. */
+  seen: number;
+  close(): Promise<void>;
+}
+
+type AnyRequest = IncomingMessage | Http2ServerRequest;
+
+/** Answers with what it saw of the request and of the TLS connection. */
+function describeRequest(req: AnyRequest, res: ServerResponse | Http2ServerResponse): void {
+  const socket = req.socket as TLSSocket;
+  const peer = socket.getPeerCertificate?.();
+  const body = JSON.stringify({
+    httpVersion: req.httpVersion,
+    servername: (socket as TLSSocket & { servername?: string }).servername,
+    clientCertificate: peer !== undefined && 'subject' in peer && peer.subject !== undefined ? peer.subject.CN : null,
+  });
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(body);
+}
+
+async function listen(server: Server | ReturnType<typeof createHttp2Server>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function httpsBackend(options: Parameters<typeof createHttpsServer>[0]): Promise<Backend> {
+  const backend = { url: '', seen: 0, close: async () => {} };
+  const server = createHttpsServer(options, (req, res) => {
+    backend.seen += 1;
+    describeRequest(req, res);
+  });
+  const port = await listen(server);
+  backend.url = `https://127.0.0.1:${port}`;
+  backend.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return backend;
+}
+
+let ca: TestAuthority;
+let otherCa: TestAuthority;
+let trusted: Backend;
+let expired: Backend;
+let otherName: Backend;
+let mutual: Backend;
+let h2: Backend;
+let h2Server: ReturnType<typeof createHttp2Server>;
+let gw: TestGateway;
+let wide: TestGateway;
+
+beforeAll(async () => {
+  ca = createTestAuthority('Upstream CA');
+  otherCa = createTestAuthority('Another CA');
+  const server = ca.issue('backend');
+  const old = ca.issue('expired-backend', { expired: true });
+  const elsewhere = ca.issue('elsewhere', { altNames: ['orders.internal.test'] });
+  const client = ca.issue('gatehouse-client', { usage: 'client' });
+  trusted = await httpsBackend({ cert: server.cert, key: server.key });
+  expired = await httpsBackend({ cert: old.cert, key: old.key });
+  otherName = await httpsBackend({ cert: elsewhere.cert, key: elsewhere.key });
+  // Demands a client certificate its CA signed; a connection without one is refused in the handshake.
+  mutual = await httpsBackend({ cert: server.cert, key: server.key, ca: ca.cert, requestCert: true, rejectUnauthorized: true });
+
+  const h2Backend = { url: '', seen: 0, close: async () => {} };
+  h2Server = createHttp2Server({ cert: server.cert, key: server.key, allowHTTP1: true }, (req, res) => {
+    h2Backend.seen += 1;
+    describeRequest(req, res);
+  });
+  h2Backend.url = `https://127.0.0.1:${await listen(h2Server)}`;
+  h2Backend.close = () => new Promise<void>((resolve) => h2Server.close(() => resolve()));
+  h2 = h2Backend;
+
+  const route = (prefix: string, upstream: string, tls?: Record<string, unknown>) => ({
+    prefix,
+    upstreams: [upstream],
+    auth: 'none',
+    rewritePrefix: '/',
+    ...(tls !== undefined && { tls }),
+  });
+  gw = await startTestGateway({
+    config: {
+      routes: [
+        route('/trusted', trusted.url, { caFile: ca.certFile }),
+        route('/untrusted', trusted.url),
+        route('/wrong-ca', trusted.url, { caFile: otherCa.certFile }),
+        route('/expired', expired.url, { caFile: ca.certFile }),
+        route('/wrong-name', otherName.url, { caFile: ca.certFile }),
+        route('/named', otherName.url, { caFile: ca.certFile, servername: 'orders.internal.test' }),
+        route('/mtls', mutual.url, { caFile: ca.certFile, certFile: client.certFile, keyFile: client.keyFile }),
+        route('/mtls-without-certificate', mutual.url, { caFile: ca.certFile }),
+        route('/h2', h2.url, { caFile: ca.certFile, http2: true }),
+        route('/h1', h2.url, { caFile: ca.certFile }),
+      ],
+    },
+  });
+  // The CA named once for every route: a route without tls settings trusts it too.
+  wide = await startTestGateway({ config: { proxy: { upstreamTls: { caFile: ca.certFile } }, routes: [route('/trusted', trusted.url)] } });
+});
+
+afterAll(async () => {
+  await Promise.all([gw?.close(), wide?.close()]);
+  await Promise.all([trusted, expired, otherName, mutual, h2].map((backend) => backend?.close()));
+  ca?.remove();
+  otherCa?.remove();
+});
+
+async function get(base: string, path: string): Promise<{ status: number; text: string }> {
+  const response = await fetch(`${base}${path}`);
+  return { status: response.status, text: await response.text() };
+}
+
+/** The gateway's log line for a TLS failure on `route`. */
+function tlsFailureLine(route: string): Promise<LogEntry> {
+  return gw.logs.next((entry) => entry.route === route && typeof entry.tlsCode === 'string');
+}
+
+describe('an https:// upstream', () => {
+  it('answers through the gateway when the route trusts its private CA', async () => {
+    const { status, text } = await get(gw.url, '/trusted/items');
+    expect(status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ httpVersion: '1.1' });
+  });
+
+  it('answers when the CA is configured proxy-wide (proxy.upstreamTls.caFile)', async () => {
+    expect((await get(wide.url, '/trusted/items')).status).toBe(200);
+  });
+
+  it.each([
+    // No CA configured: the system's CAs do not know the test CA.
+    ['/untrusted', ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'SELF_SIGNED_CERT_IN_CHAIN']],
+    ['/wrong-ca', ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE']],
+    ['/expired', ['CERT_HAS_EXPIRED']],
+    ['/wrong-name', ['ERR_TLS_CERT_ALTNAME_INVALID']],
+  ])(
+    '%s: a certificate that does not verify gives 502, a log line naming the route and the TLS code, and nothing reaches the backend',
+    async (route, codes) => {
+      const before = trusted.seen + expired.seen + otherName.seen;
+      const { status, text } = await get(gw.url, `${route}/items`);
+      expectDiagnoses(status, text, 502, /^502 \(Bad Gateway\) - temporarily_unavailable: /);
+      const line = await tlsFailureLine(route);
+      expect(codes).toContain(line.tlsCode);
+      expect(line.msg).toContain(route);
+      expect(line.msg).toContain(String(line.tlsCode));
+      // Never a downgrade: no request arrived at any backend, in the clear or otherwise.
+      expect(trusted.seen + expired.seen + otherName.seen).toBe(before);
+    },
+  );
+
+  it('is asked for the configured servername (SNI), and its certificate checked against that name', async () => {
+    const { status, text } = await get(gw.url, '/named/items');
+    expect(status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ servername: 'orders.internal.test' });
+  });
+});
+
+describe('a backend that demands a client certificate (mTLS)', () => {
+  it("gets the route's client certificate and answers", async () => {
+    const { status, text } = await get(gw.url, '/mtls/items');
+    expect(status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ clientCertificate: 'gatehouse-client' });
+  });
+
+  it('refuses a route without one: 502 and the TLS code logged', async () => {
+    const before = mutual.seen;
+    const { status, text } = await get(gw.url, '/mtls-without-certificate/items');
+    expectDiagnoses(status, text, 502, /^502 \(Bad Gateway\)/);
+    const line = await tlsFailureLine('/mtls-without-certificate');
+    expect(String(line.tlsCode)).toMatch(/^ERR_SSL_|^ERR_TLS_/);
+    expect(mutual.seen).toBe(before);
+  });
+});
+
+describe('HTTP/2 to the upstream', () => {
+  it('is spoken where the route offers it (tls.http2), and HTTP/1.1 elsewhere', async () => {
+    expect(JSON.parse((await get(gw.url, '/h2/items')).text)).toMatchObject({ httpVersion: '2.0' });
+    expect(JSON.parse((await get(gw.url, '/h1/items')).text)).toMatchObject({ httpVersion: '1.1' });
+  });
+});
