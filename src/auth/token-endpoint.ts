@@ -165,6 +165,8 @@ function clientEndpoints(app: FastifyInstance, options: TokenEndpointOptions): v
       token_type: principal.tokenType === 'Refresh' ? 'refresh_token' : 'access_token',
       exp: Math.floor(principal.expiresAtMs / 1000),
       sid: principal.sid,
+      // RFC 9449 6.2: a resource server introspecting a bound token learns the key it must see proven.
+      ...(principal.confirmationThumbprint !== undefined && { cnf: { jkt: principal.confirmationThumbprint } }),
     };
   });
   app.post<{ Body: Record<string, string> }>(REVOCATION_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {

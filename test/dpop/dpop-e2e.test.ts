@@ -3,6 +3,7 @@
 // test. Each refusal names the attack it stops.
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashPassword } from '../../src/identity/passwords.js';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { clientKey, handMade, proof, tokenHash, type ClientKey } from '../helpers/dpop.js';
 import { jwtPayload, login, postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
@@ -35,7 +36,10 @@ async function expectProofRefused(response: Response, detail: RegExp): Promise<v
 
 beforeAll(async () => {
   upstream = await startUpstream();
-  gw = await startTestGateway({ config: { routes: [{ name: 'api', prefix: '/api', upstreams: [upstream.url] }] } });
+  const secretHash = await hashPassword('resource-server-secret', { logN: 10, r: 8, p: 1 });
+  gw = await startTestGateway({
+    config: { tokens: { clients: [{ id: 'orders', secretHash }] }, routes: [{ name: 'api', prefix: '/api', upstreams: [upstream.url] }] },
+  });
   key = await clientKey('ES256');
   const response = await dpopLogin(gw.url, key);
   expect(response.status).toBe(200);
@@ -108,6 +112,18 @@ describe('issuing bound tokens (local mode)', () => {
     const bad = await fetch(url, { method: 'POST', body: form, headers: { dpop: await proof(key, 'POST', `${gw.url}/elsewhere`) } });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({ error: 'invalid_dpop_proof', error_description: 'the DPoP proof htu is not the request URL' });
+  });
+
+  it('introspection (RFC 7662) names the key a bound token is bound to (RFC 9449 6.2), and none for a plain one', async () => {
+    const introspect = async (token: string) => {
+      const response = await fetch(`${gw.url}/oauth/introspect`, {
+        method: 'POST',
+        body: new URLSearchParams({ token, client_id: 'orders', client_secret: 'resource-server-secret' }),
+      });
+      return (await response.json()) as Record<string, unknown>;
+    };
+    expect(await introspect(bound.access_token)).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+    expect(await introspect((await login(gw.url, 'alice', 'alice-password-1')).access_token)).not.toHaveProperty('cnf');
   });
 
   it('discovery advertises dpop_signing_alg_values_supported', async () => {
