@@ -3,7 +3,7 @@
 // otherwise the gateway starts one. Either way the request gets a span id of
 // its own, and the upstream is told that span is its parent. `tracestate`
 // travels on unchanged (the gateway adds no vendor entry of its own).
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 export const TRACEPARENT_HEADER = 'traceparent';
@@ -24,10 +24,21 @@ export interface TraceContext {
   flags: string;
 }
 
-/** 32 random hex characters from a v4 UUID, whose version and variant digits are fixed but the rest is random. */
+/** Random bytes drawn in batches: one fill serves a few hundred ids (each request needs one or two). */
+const POOL_BYTES = 4096;
+const pool = Buffer.allocUnsafe(POOL_BYTES);
+let poolOffset = POOL_BYTES;
+
+/** `length` random hex characters, from the CSPRNG (ids must not be guessable from earlier ones). */
 function randomHex(length: 16 | 32): string {
-  const hex = randomUUID().replace(/-/g, '');
-  return length === 32 ? hex : hex.slice(0, 16);
+  const bytes = length / 2;
+  if (poolOffset + bytes > POOL_BYTES) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const hex = pool.toString('hex', poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return hex;
 }
 
 /** The request's trace: continued from a valid `traceparent`, or new. */

@@ -10,6 +10,17 @@ const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_SPAN = '00f067aa0ba902b7';
 
 describe('traceparent parsing', () => {
+  it('starts traces whose ids never repeat, across refills of the random pool', () => {
+    // 2,000 traces draw 48 KB of random bytes: a dozen refills of the 4 KB pool.
+    const traces = Array.from({ length: 2000 }, () => traceContext(undefined));
+    const ids = new Set(traces.flatMap((t) => [t.traceId, t.spanId]));
+    expect(ids.size).toBe(4000);
+    for (const t of traces) {
+      expect(t.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(t.spanId).toMatch(/^[0-9a-f]{16}$/);
+    }
+  });
+
   it('continues a valid one and starts a trace for anything else', () => {
     const continued = traceContext(`00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`);
     expect(continued).toMatchObject({ traceId: CLIENT_TRACE, parentSpanId: CLIENT_SPAN, flags: '01' });

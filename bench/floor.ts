@@ -1,0 +1,85 @@
+// How close an authenticated proxied request comes to the Node floor, and
+// what each feature adds, in one run: the floor is the simplest Node proxy
+// (node:http server, http-proxy over a keep-alive http.Agent, no checks;
+// bench/servers/bare-http-proxy.mjs), and every Gatehouse row checks a cached
+// access token with the access line and metrics on (their defaults) unless
+// its name says otherwise. Rows are interleaved round by round; the figure is
+// CPU µs per request of the serving process (steadier than req/s, which moves
+// with the machine), with c=1 latency beside it.
+//
+//   npm run bench -- floor    (BENCH_DURATION_S, BENCH_ROUNDS; BENCH_FLOOR_TARGET, default 1.15)
+//
+// The guard: the run fails (exit code 1) when Gatehouse's CPU per request is
+// above the target times the floor's, so a change that costs more is seen.
+import { startRedisServer, type RedisServerHandle } from '../test/helpers/redis-server.js';
+import { loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
+import { generatorName } from './lib/load.js';
+import { measure, settingsFromEnv, type Subject } from './lib/measure.js';
+import { startServer, type ServerProcess } from './lib/processes.js';
+import { printTable, writeResults } from './lib/report.js';
+
+const FLOOR = 'Node floor (node:http + http-proxy, keep-alive, no checks)';
+const GATEHOUSE = 'gatehouse, defaults (access line, metrics)';
+const say = (line: string) => process.stdout.write(`[floor] ${line}\n`);
+
+export async function runFloorSection(): Promise<boolean> {
+  const target = Number(process.env.BENCH_FLOOR_TARGET ?? 1.15);
+  const settings = settingsFromEnv({ fixedRate: 0, rounds: Number(process.env.BENCH_ROUNDS ?? 5), durationS: Number(process.env.BENCH_DURATION_S ?? 5) });
+  const servers: Array<ServerProcess | GatehouseProcess> = [];
+  let redis: RedisServerHandle | undefined;
+  try {
+    redis = await startRedisServer();
+    const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
+    const floor = await startServer('node-floor', ['bench/servers/bare-http-proxy.mjs'], { TARGET: upstream.url });
+    const sink = await startServer('otlp-sink', ['bench/servers/otlp-sink.mjs']);
+    servers.push(upstream, floor, sink);
+    const routes = [
+      { prefix: '/plain', upstreams: [upstream.url] },
+      { prefix: '/ruled', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } },
+      { prefix: '/limited', upstreams: [upstream.url], rateLimit: { points: 1_000_000_000, durationS: 60 } },
+    ];
+    const store = { url: redis.url };
+    const authorization = { roles: ['reader'] };
+    const main = await startGatehouse({ routes, extra: { store, authorization } });
+    const quiet = await startGatehouse({ routes, extra: { store, authorization, log: { access: false } } });
+    const traced = await startGatehouse({ routes, extra: { store, authorization, tracing: { otlpEndpoint: `${sink.url}/v1/traces` } } });
+    servers.push(main, quiet, traced);
+    const bearer = async (g: GatehouseProcess) => ({ authorization: `Bearer ${(await loginTokens(g.url)).access_token}` });
+    const [mainHeaders, quietHeaders, tracedHeaders] = [await bearer(main), await bearer(quiet), await bearer(traced)];
+    const row = (name: string, g: GatehouseProcess, path: string, headers: Record<string, string>): Subject => ({
+      name,
+      url: `${g.url}${path}`,
+      headers,
+      cpuMicros: g.cpuMicros,
+    });
+    const subjects: Subject[] = [
+      { name: FLOOR, url: `${floor.url}/items/1`, cpuMicros: floor.cpuMicros },
+      row(GATEHOUSE, main, '/plain/items/1', mainHeaders),
+      row('gatehouse, access line off', quiet, '/plain/items/1', quietHeaders),
+      row('gatehouse, tracing on (OTLP export)', traced, '/plain/items/1', tracedHeaders),
+      row('gatehouse, route with a role rule', main, '/ruled/items/1', mainHeaders),
+      row('gatehouse, route with a rate limit (Redis)', main, '/limited/items/1', mainHeaders),
+    ];
+    say(`${subjects.length} rows, ${settings.rounds} interleaved rounds of ${settings.durationS} s at c=${settings.connections}, then c=1`);
+    const rows = await measure(subjects, settings);
+    const floorRow = rows.find((r) => r.name === FLOOR)!;
+    for (const r of rows) {
+      if (r.cpuUsPerRequest !== undefined && floorRow.cpuUsPerRequest) r.note = `${(r.cpuUsPerRequest / floorRow.cpuUsPerRequest).toFixed(2)}× floor CPU`;
+    }
+    printTable(`The floor and each feature's price: medians of ${settings.rounds} rounds, ${generatorName()}, Gatehouse on Redis`, rows, FLOOR);
+    const gate = rows.find((r) => r.name === GATEHOUSE)!;
+    const ratio = gate.cpuUsPerRequest! / floorRow.cpuUsPerRequest!;
+    const addedP99 = gate.c1P99Ms! - floorRow.c1P99Ms!;
+    const held = ratio <= target;
+    say(
+      `CPU per request ${gate.cpuUsPerRequest!.toFixed(1)} µs against the floor's ${floorRow.cpuUsPerRequest!.toFixed(1)} µs: ` +
+        `${ratio.toFixed(2)}× (target ≤ ${target}×) ${held ? 'held' : 'MISSED'}; c=1 p99 ${addedP99 >= 0 ? '+' : ''}${addedP99.toFixed(3)} ms (target ≤ +0.3)`,
+    );
+    writeResults('floor', { settings, target, ratio, rows });
+    if (!held) process.exitCode = 1;
+    return held;
+  } finally {
+    await Promise.allSettled(servers.map((s) => s.stop()));
+    await redis?.close();
+  }
+}
