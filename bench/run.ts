@@ -1,9 +1,10 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls (all by default), and builds
+// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named) and profile (a CPU profile of the hot path; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
+import { runAssertionSection } from './assertion.js';
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
 import { runAuthzSection } from './authz.js';
@@ -39,6 +40,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   dpop: runDpopSection,
   oidc: runOidcSection,
   'session-end': runSessionEndSection,
+  assertion: runAssertionSection,
   tls: () => runTlsSection(),
   profile: runProfileSection,
 };

@@ -8,7 +8,7 @@
 // unseen. Loading is the full check `gatehouse start` runs (schema, content
 // and environment checks), from a file in a temporary folder next to a copy
 // of the demo users file, so relative paths resolve there.
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { parse, parseDocument, stringify } from 'yaml';
 import { loadCheckedConfig } from '../../src/config-load/check.js';
 import { contentChecks } from '../../src/config-load/content-checks.js';
 import { createConfigSchema } from '../../src/config/schema.js';
+import { createTestAuthority, type TestAuthority } from '../helpers/certificates.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MINIMAL = join(ROOT, 'config/minimal.yaml');
@@ -96,11 +97,26 @@ afterAll(() => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
+let authority: TestAuthority | undefined;
+afterAll(() => authority?.remove());
+
+/** The PEM files the guides' TLS examples name (`./certs/…`), made by a test CA: the check reads them as it would real ones. */
+function placeCertificates(folder: string): void {
+  if (authority === undefined) {
+    authority = createTestAuthority('Docs CA');
+    authority.issue('gatehouse-client', { usage: 'client' });
+  }
+  mkdirSync(folder);
+  const files = { 'internal-ca.pem': 'ca.crt', 'gatehouse-client.crt': 'gatehouse-client.crt', 'gatehouse-client.key': 'gatehouse-client.key' };
+  for (const [name, made] of Object.entries(files)) copyFileSync(join(authority.dir, made), join(folder, name));
+}
+
 /** Runs the full config check on `text`, written as a file in a fresh folder that also holds the demo users file. */
 function checkConfigText(text: string, value: Record<string, unknown>): void {
   const folder = mkdtempSync(join(tmpdir(), 'gatehouse-docs-config-'));
   folders.push(folder);
   copyFileSync(USERS, join(folder, 'users.yaml'));
+  if (text.includes('./certs/')) placeCertificates(join(folder, 'certs'));
   const file = join(folder, 'gatehouse.yaml');
   writeFileSync(file, text);
   const identity = value.identity as { provider?: unknown } | undefined;
