@@ -32,6 +32,8 @@ export interface VerifiedProviderToken {
   session?: string;
   /** The token's `scope`, split; undefined when it has none. */
   scopes?: string[];
+  /** RFC 9449 6.1: the thumbprint of the key the provider bound the token to (`cnf.jkt`); its proof is asked for on every use. */
+  confirmationThumbprint?: string;
 }
 
 export class ProviderTokenVerifier {
@@ -101,8 +103,20 @@ export class ProviderTokenVerifier {
       ...(typeof payload.iat === 'number' && { issuedAtMs: payload.iat * 1000 }),
       ...(typeof session === 'string' && session !== '' && { session }),
       ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
+      ...confirmationOf(payload),
     };
   }
+}
+
+/** A DPoP binding the provider made (Keycloak's `cnf.jkt`); a `cnf` of another kind (mTLS's `x5t#S256`) or a malformed one binds nothing we can check, so it is refused. */
+function confirmationOf(payload: JWTPayload): { confirmationThumbprint?: string } {
+  const cnf = payload.cnf;
+  if (cnf === undefined) return {};
+  const jkt = typeof cnf === 'object' && cnf !== null ? (cnf as { jkt?: unknown }).jkt : undefined;
+  if (typeof jkt !== 'string' || !/^[\w-]{43}$/.test(jkt)) {
+    throw gatehouseError('invalid_bearer_token', { reason: 'provider token is bound in a way the gateway cannot check' });
+  }
+  return { confirmationThumbprint: jkt };
 }
 
 /**

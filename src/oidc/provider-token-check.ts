@@ -90,6 +90,7 @@ export class ProviderTokenCheck implements TokenCheck {
       identity: { ...identity, roles },
       expiresAtMs: verified.expiresAtMs,
       scopes: verified.scopes,
+      confirmationThumbprint: verified.confirmationThumbprint,
     });
   }
 
@@ -148,9 +149,11 @@ interface PrincipalParts {
   identity: { sub: string; username: string; roles?: readonly string[] | undefined };
   expiresAtMs: number;
   scopes: string[] | undefined;
+  /** A DPoP-bound access token's key (`cnf.jkt`): the bearer rule asks for its proof. */
+  confirmationThumbprint?: string | undefined;
 }
 
-function principal({ sid, tokenType, identity, expiresAtMs, scopes }: PrincipalParts): Principal {
+function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint }: PrincipalParts): Principal {
   // The same shape as a local principal (token-check.ts), frozen likewise.
   return Object.freeze({
     sub: identity.sub,
@@ -167,5 +170,6 @@ function principal({ sid, tokenType, identity, expiresAtMs, scopes }: PrincipalP
     roles: identity.roles ?? [],
     scopes,
     readOnly: false,
+    confirmationThumbprint,
   });
 }
