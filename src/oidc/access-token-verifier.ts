@@ -108,7 +108,10 @@ export class ProviderTokenVerifier {
   }
 }
 
-/** A DPoP binding the provider made (Keycloak's `cnf.jkt`); a `cnf` of another kind (mTLS's `x5t#S256`) or a malformed one binds nothing we can check, so it is refused. */
+/**
+ * A DPoP binding the provider made (Keycloak's `cnf.jkt`); a `cnf` of another
+ * kind (mTLS's `x5t#S256`) or a malformed one binds nothing we can check, so it is refused.
+ */
 function confirmationOf(payload: JWTPayload): { confirmationThumbprint?: string } {
   const cnf = payload.cnf;
   if (cnf === undefined) return {};
