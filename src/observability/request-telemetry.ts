@@ -22,8 +22,8 @@ export class RequestTelemetry {
   readonly #metrics: Metrics | undefined;
   readonly #access: Logger | null;
   readonly #spans: SpanExport | undefined;
-  /** Bound series by "route method status": resolved once, not per request. */
-  readonly #requestSeries = new Map<string, Observer>();
+  /** Bound series by route, method and status: resolved once, and looked up without building a key string per request. */
+  readonly #requestSeries = new Map<string, Map<string, Map<number, Observer>>>();
   readonly #upstreamSeries = new Map<string, Observer>();
 
   constructor(options: { logger: Logger; metrics?: Metrics; accessLog: boolean; spans?: SpanExport | undefined }) {
@@ -73,11 +73,14 @@ export class RequestTelemetry {
     const metrics = this.#metrics;
     if (metrics === undefined) return;
     const method = METHODS.has(summary.method) ? summary.method : 'other';
-    const key = `${summary.route} ${method} ${summary.status}`;
-    let series = this.#requestSeries.get(key);
+    let byMethod = this.#requestSeries.get(summary.route);
+    if (byMethod === undefined) this.#requestSeries.set(summary.route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let series = byStatus.get(summary.status);
     if (series === undefined) {
       series = metrics.requestDuration.labels(summary.route, method, String(summary.status));
-      this.#requestSeries.set(key, series);
+      byStatus.set(summary.status, series);
     }
     series.observe(summary.durationMs / 1000);
     if (summary.upstreamMs !== undefined) {

@@ -126,6 +126,9 @@ export class UndiciEngine implements ForwardingEngine {
 }
 
 function requestHeaders(headers: OutgoingHttpHeaders): Record<string, string | string[]> {
+  // The header policy's object is this request's own: passed on as it is
+  // when it holds nothing undici refuses (the common case), copied otherwise.
+  if (isReadyForUndici(headers)) return headers as Record<string, string | string[]>;
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
@@ -133,6 +136,15 @@ function requestHeaders(headers: OutgoingHttpHeaders): Record<string, string | s
     out[name] = typeof value === 'number' ? String(value) : value;
   }
   return out;
+}
+
+/** No header undici manages itself, no number and no undefined value. */
+function isReadyForUndici(headers: OutgoingHttpHeaders): boolean {
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || typeof value === 'number' || MANAGED_BY_UNDICI.has(name)) return false;
+  }
+  return true;
 }
 
 /** The body, passed through a timer that fires when no chunk came for `ms` before the end. */
