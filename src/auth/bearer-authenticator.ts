@@ -57,6 +57,7 @@ export { SESSION_ENDED };
 export const INACTIVE = 'user or API key no longer active';
 export const BOUND_AS_BEARER = 'a DPoP-bound token needs the DPoP scheme and a proof';
 export const NOT_BOUND = 'the token is not DPoP-bound';
+export const BOUND_ONLY = 'this route admits only DPoP-bound tokens';
 
 export class BearerAuthenticator {
   readonly #check: TokenCheck;
@@ -133,22 +134,24 @@ export class BearerAuthenticator {
    * WebSocket subprotocol, which can carry no proof). A DPoP-bound token must
    * come with the DPoP scheme and a valid proof of its key, for this request;
    * an unbound one under the DPoP scheme is refused too. A plain bearer token
-   * admitted before answers synchronously, as `authenticate` does.
+   * admitted before answers synchronously, as `authenticate` does, unless
+   * `boundOnly` (a route's `requireDpop`) refuses it.
    */
-  authenticateRequest(req: IncomingMessage, token?: string): Principal | Promise<Principal> {
+  authenticateRequest(req: IncomingMessage, token?: string, boundOnly = false): Principal | Promise<Principal> {
     const presented = token ?? this.presented(req.headers);
     const dpopScheme = token === undefined && usesDpopScheme(req.headers);
     const checked = this.authenticate(presented);
-    if (checked instanceof Promise) return checked.then((principal) => this.#confirmed(principal, req, presented, dpopScheme));
-    if (checked.confirmationThumbprint === undefined && !dpopScheme) return checked;
-    return this.#confirmed(checked, req, presented, dpopScheme);
+    if (checked instanceof Promise) return checked.then((principal) => this.#confirmed(principal, req, presented, dpopScheme, boundOnly));
+    if (checked.confirmationThumbprint === undefined && !dpopScheme && !boundOnly) return checked;
+    return this.#confirmed(checked, req, presented, dpopScheme, boundOnly);
   }
 
-  /** RFC 9449 7: the request proves possession of the key a bound token names; a plain one passes as it came. */
-  async #confirmed(principal: Principal, req: IncomingMessage, token: string, dpopScheme: boolean): Promise<Principal> {
+  /** RFC 9449 7: the request proves possession of the key a bound token names; a plain one passes as it came, where plain ones may. */
+  async #confirmed(principal: Principal, req: IncomingMessage, token: string, dpopScheme: boolean, boundOnly: boolean): Promise<Principal> {
     const jkt = principal.confirmationThumbprint;
     if (jkt === undefined) {
       if (dpopScheme) throw this.#refused(NOT_BOUND, principal, undefined, 'invalid_token');
+      if (boundOnly) throw this.#refused(BOUND_ONLY, principal, undefined, 'invalid_token');
       return principal;
     }
     if (!dpopScheme || this.#dpop === undefined) throw this.#refused(BOUND_AS_BEARER, principal, undefined, 'invalid_token');

@@ -101,6 +101,12 @@ export const RouteSchema = z.strictObject({
     .optional(),
   /** `required`: a valid bearer token (401 otherwise); `none`: a public route. */
   auth: z.enum(['required', 'none']).default('required'),
+  /**
+   * Admit only sender-constrained callers (DPoP, RFC 9449): a plain bearer
+   * token gets 401 with the DPoP challenge, so the tokens that reach this
+   * route are useless to whoever copies them. Has no effect with `auth: none`.
+   */
+  requireDpop: z.boolean().default(false),
   /** TLS to the `https://` upstreams: CAs, SNI, a client certificate (mTLS), HTTP/2. Absent: `proxy.upstreamTls`, the system's CAs, the URL's host. */
   tls: UpstreamTlsSchema.optional(),
   /** Pass the client's `Authorization` header on to the upstream (else it is removed). */

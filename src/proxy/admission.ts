@@ -96,7 +96,7 @@ export class Admission {
       record.principal = null;
       return limited ? this.#takeLimit(route, `address:${this.#clientAddress.of(req)}`) : undefined;
     }
-    const checked = this.#bearer.authenticateRequest(req, token);
+    const checked = this.#bearer.authenticateRequest(req, token, route.config.requireDpop);
     const method = req.method ?? 'GET';
     if (!(checked instanceof Promise)) {
       record.principal = checked;

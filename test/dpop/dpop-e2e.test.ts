@@ -38,7 +38,13 @@ beforeAll(async () => {
   upstream = await startUpstream();
   const secretHash = await hashPassword('resource-server-secret', { logN: 10, r: 8, p: 1 });
   gw = await startTestGateway({
-    config: { tokens: { clients: [{ id: 'orders', secretHash }] }, routes: [{ name: 'api', prefix: '/api', upstreams: [upstream.url] }] },
+    config: {
+      tokens: { clients: [{ id: 'orders', secretHash }] },
+      routes: [
+        { name: 'api', prefix: '/api', upstreams: [upstream.url] },
+        { name: 'payments', prefix: '/payments', upstreams: [upstream.url], requireDpop: true },
+      ],
+    },
   });
   key = await clientKey('ES256');
   const response = await dpopLogin(gw.url, key);
@@ -258,6 +264,20 @@ describe('enforcing bound tokens on a proxied route', () => {
     const plain = await login(gw.url, 'alice', 'alice-password-1');
     const response = await call(apiUrl(), 'DPoP', plain.access_token, await proof(key, 'GET', apiUrl(), { accessToken: plain.access_token }));
     expectDiagnoses(response.status, await response.text(), 401, /the token is not DPoP-bound$/);
+  });
+});
+
+describe('a route with requireDpop', () => {
+  it('attack: a plain bearer token (copyable, usable anywhere) is 401 with the DPoP challenge there', async () => {
+    const plain = await login(gw.url, 'alice', 'alice-password-1');
+    const response = await call(`${gw.url}/payments/1`, 'Bearer', plain.access_token);
+    expectDiagnoses(response.status, await response.text(), 401, /this route admits only DPoP-bound tokens$/);
+    expect(response.headers.get('www-authenticate')).toMatch(/^DPoP error="invalid_token", .*algs="ES256 EdDSA PS256 RS256"$/);
+  });
+
+  it('admits a bound token with its proof', async () => {
+    const url = `${gw.url}/payments/1`;
+    expect((await call(url, 'DPoP', bound.access_token, await proof(key, 'GET', url, { accessToken: bound.access_token }))).status).toBe(200);
   });
 });
 
