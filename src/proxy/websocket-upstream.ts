@@ -10,6 +10,7 @@ import { WebSocket, type ClientOptions } from 'ws';
 import { gatehouseError } from '../core/errors.js';
 import { CONNECT_TIMEOUT, RESPONSE_TIMEOUT, UpstreamTimeoutError } from './upstream-errors.js';
 import type { UpstreamTarget } from './upstream-pool.js';
+import type { UpstreamTls } from './upstream-tls.js';
 
 export interface UpstreamDial {
   target: UpstreamTarget;
@@ -22,6 +23,8 @@ export interface UpstreamDial {
   connectTimeoutMs: number;
   /** From the request sent to the upstream's answer. */
   responseTimeoutMs: number;
+  /** The route's TLS settings for a wss (https://) target: CAs, SNI, client certificate (HTTP/2 does not apply). */
+  tls?: UpstreamTls | undefined;
 }
 
 export type UpstreamAnswer =
@@ -72,6 +75,7 @@ export function dialUpstream(dial: UpstreamDial, settings: UpstreamSocketSetting
     maxPayload: settings.maxPayload,
     closeTimeout: settings.closeTimeoutMs,
     ...(settings.lookup !== undefined && { lookup: settings.lookup }),
+    ...(dial.target.protocol === 'https:' && dial.tls?.connect),
     finishRequest: (request: ClientRequest) => {
       // The path exactly as routing decided it: the URL parser `ws` reads
       // addresses with would re-encode some characters the HTTP proxy passes on.

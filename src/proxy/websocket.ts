@@ -148,7 +148,7 @@ export class WebSocketProxy {
       const headers = this.#options.admission.upstreamHeaders(upgrade.req, upgrade, upgrade.requestId);
       headers[TRACEPARENT_HEADER] = upstreamTraceparent(upgrade.trace);
       const handshake = dialUpstream(
-        { target, path: upstreamPath, headers, protocols: upgrade.protocols, connectTimeoutMs, responseTimeoutMs },
+        { target, path: upstreamPath, headers, protocols: upgrade.protocols, connectTimeoutMs, responseTimeoutMs, tls: pool.tls },
         { maxPayload: MAX_MESSAGE_BYTES, closeTimeoutMs: CLOSE_TIMEOUT_MS, lookup: this.#options.lookup },
       );
       // A client gone before the upstream answered: the handshake is abandoned.

@@ -11,13 +11,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { createTestAuthority, type TestAuthority } from '../helpers/certificates.js';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import type { LogEntry } from '../helpers/log-sink.js';
+import { openWs, roundTrip } from '../helpers/ws.js';
 
 interface Backend {
   url: string;
+  server?: Server;
   /** Requests that reached the backend's handler. */
   seen: number;
   close(): Promise<void>;
@@ -51,6 +54,7 @@ async function httpsBackend(options: Parameters<typeof createHttpsServer>[0]): P
   });
   const port = await listen(server);
   backend.url = `https://127.0.0.1:${port}`;
+  Object.assign(backend, { server });
   backend.close = () =>
     new Promise<void>((resolve) => {
       server.closeAllConnections();
@@ -82,6 +86,8 @@ beforeAll(async () => {
   otherName = await httpsBackend({ cert: elsewhere.cert, key: elsewhere.key });
   // Demands a client certificate its CA signed; a connection without one is refused in the handshake.
   mutual = await httpsBackend({ cert: server.cert, key: server.key, ca: ca.cert, requestCert: true, rejectUnauthorized: true });
+  // WebSockets on the same backend (wss://): the tunnel's connection needs the client certificate too.
+  new WebSocketServer({ server: mutual.server! }).on('connection', (socket) => socket.on('message', (data) => socket.send(`echo ${String(data)}`)));
 
   const h2Backend = { url: '', seen: 0, close: async () => {} };
   h2Server = createHttp2Server({ cert: server.cert, key: server.key, allowHTTP1: true }, (req, res) => {
@@ -189,6 +195,17 @@ describe('a backend that demands a client certificate (mTLS)', () => {
     const line = await tlsFailureLine('/mtls-without-certificate');
     expect(String(line.tlsCode)).toMatch(/^ERR_SSL_|^ERR_TLS_/);
     expect(mutual.seen).toBe(before);
+  });
+});
+
+describe('a WebSocket to a wss:// backend that demands a client certificate', () => {
+  it("is tunnelled with the route's TLS settings, and refused (502) without its certificate", async () => {
+    const opened = await openWs(`${gw.url.replace(/^http/, 'ws')}/mtls/socket`);
+    if (!opened.ok) throw new Error(`refused: ${opened.status} ${opened.body}`);
+    expect(await roundTrip(opened.ws, 'hello')).toBe('echo hello');
+    opened.ws.close();
+    const refused = await openWs(`${gw.url.replace(/^http/, 'ws')}/mtls-without-certificate/socket`);
+    expect(refused).toMatchObject({ ok: false, status: 502 });
   });
 });
 
