@@ -26,6 +26,7 @@ import type { Principal } from '../core/principal.js';
 import type { Config, IdentityHeaderNames } from '../config/schema.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { REQUEST_ID_HEADER } from '../observability/request-id.js';
+import { CLIENT_SUBJECT_HEADER, verifiedClientSubject } from './client-certificate.js';
 import { setForwardingHeaders } from './forwarded-headers.js';
 import {
   canonicalName,
@@ -113,7 +114,7 @@ export class HeaderPolicy {
     this.#identity = new IdentityHeaders(options.identityHeaders);
     this.#assertionName = assertionHeaderName(options.identityHeaders.assertion, this.#identity.canonicalNames);
     this.#assertions = options.assertions;
-    const owned = [...this.#identity.canonicalNames, canonicalName(this.#assertionName), REQUEST_ID_HEADER];
+    const owned = [...this.#identity.canonicalNames, canonicalName(this.#assertionName), REQUEST_ID_HEADER, CLIENT_SUBJECT_HEADER];
     const allowed = new Set((options.allowClientHeaders ?? []).map((name) => canonicalName(name.toLowerCase())));
     for (const name of allowed) {
       if (owned.includes(name)) throw new Error(`proxy.allowClientHeaders: "${name}" is set by the gateway alone`);
@@ -157,6 +158,9 @@ export class HeaderPolicy {
 
     setForwardingHeaders(out, req, peer, trusted, context.host);
     out[REQUEST_ID_HEADER] = headerSafe(context.requestId);
+    // mTLS: the subject the configured CAs verified, on any route (a public one too: the certificate is the identity there).
+    const clientSubject = verifiedClientSubject(req);
+    if (clientSubject !== undefined) out[CLIENT_SUBJECT_HEADER] = headerSafe(clientSubject);
     if (context.principal !== null) {
       this.#identity.write(out, context.principal);
       if (context.assertion !== undefined) out[this.#assertionName] = this.#assert(context.principal, context);

@@ -17,6 +17,7 @@
 // wrote (body bytes: HPACK-compressed heads have no size of their own).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { X509Certificate } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 
 /** What the code behind the listener reads of `req.socket`, fixed when the stream arrived. */
@@ -54,6 +55,10 @@ export class StreamPeer {
 
   getPeerCertificate(detailed?: boolean): PeerCertificate | object {
     return this.#connection.getPeerCertificate?.(detailed === true) ?? {};
+  }
+
+  getPeerX509Certificate(): X509Certificate | undefined {
+    return this.#connection.getPeerX509Certificate?.();
   }
 }
 

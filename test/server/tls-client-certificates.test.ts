@@ -1,6 +1,7 @@
 // Client certificates on the TLS listener (server.tls.clientCertificates), and
 // how an HTTP/2 connection ends when the gateway stops.
 import { once } from 'node:events';
+import { connect } from 'node:http2';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -30,12 +31,19 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function get(url: string, identity?: TlsPair): Promise<number> {
+/** A GET on a connection of its own, with this client certificate (or none); its status. */
+async function get(url: string, identity?: TlsPair): Promise<number> {
+  return (await call(url, identity)).status;
+}
+
+/** The same, with the headers the (echoing) upstream received. */
+function call(url: string, identity?: TlsPair, headers: Record<string, string> = {}): Promise<{ status: number; seen: Record<string, string> }> {
   return new Promise((resolve, reject) => {
-    const options = { agent: false, ca: server.cert, servername: 'localhost', ...(identity && { cert: identity.cert, key: identity.key }) };
+    const options = { agent: false, ca: server.cert, servername: 'localhost', headers, ...(identity && { cert: identity.cert, key: identity.key }) };
     const req = httpsRequest(url, options, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
+      let body = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, seen: (JSON.parse(body) as { headers: Record<string, string> }).headers }));
     });
     req.on('error', reject);
     req.end();
@@ -55,8 +63,18 @@ describe('client certificates required', () => {
   });
   afterAll(() => gw?.close());
 
-  it('serves a client whose certificate the CA bundle signs', async () => {
-    expect(await get(`${gw.url}/open/x`, client)).toBe(200);
+  it('serves a client whose certificate the CA bundle signs, and names its subject to the backend', async () => {
+    const { status, seen } = await call(`${gw.url}/open/x`, client);
+    expect(status).toBe(200);
+    expect(seen['x-gatehouse-client-subject']).toBe('CN=trusted-client');
+  });
+
+  it('names the subject on h2 too', async () => {
+    const session = connect(gw.url, { ca: server.cert, servername: 'localhost', cert: client.cert, key: client.key });
+    session.on('error', () => undefined);
+    const answer = await h2Request(session, { ':method': 'GET', ':path': '/open/h2' });
+    session.destroy();
+    expect((JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-gatehouse-client-subject']).toBe('CN=trusted-client');
   });
 
   it('refuses a client without a certificate, or with one the bundle does not sign, at the handshake', async () => {
@@ -81,6 +99,17 @@ describe('client certificates optional', () => {
   it('serves clients with and without one', async () => {
     expect(await get(`${gw.url}/open/x`, client)).toBe(200);
     expect(await get(`${gw.url}/open/x`)).toBe(200);
+  });
+
+  it('never forwards a client-certificate subject the client wrote itself (forged subject header)', async () => {
+    const forged = { 'X-Gatehouse-Client-Subject': 'CN=admin', x_gatehouse_client_subject: 'CN=admin' };
+    const without = await call(`${gw.url}/open/x`, undefined, forged);
+    expect(without.status).toBe(200);
+    expect(Object.keys(without.seen).filter((name) => /client.subject/i.test(name))).toEqual([]);
+    // With a verified certificate, the one value is the certificate's.
+    const withCertificate = await call(`${gw.url}/open/x`, client, forged);
+    expect(withCertificate.seen['x-gatehouse-client-subject']).toBe('CN=trusted-client');
+    expect(Object.keys(withCertificate.seen).filter((name) => /client.subject/i.test(name))).toEqual(['x-gatehouse-client-subject']);
   });
 });
 
