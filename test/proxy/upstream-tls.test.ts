@@ -8,7 +8,9 @@
 import { createSecureServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
@@ -17,6 +19,7 @@ import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import type { LogEntry } from '../helpers/log-sink.js';
 import { openWs, roundTrip } from '../helpers/ws.js';
+import { startFileGateway } from '../helpers/config-file.js';
 
 interface Backend {
   url: string;
@@ -213,5 +216,25 @@ describe('HTTP/2 to the upstream', () => {
   it('is spoken where the route offers it (tls.http2), and HTTP/1.1 elsewhere', async () => {
     expect(JSON.parse((await get(gw.url, '/h2/items')).text)).toMatchObject({ httpVersion: '2.0' });
     expect(JSON.parse((await get(gw.url, '/h1/items')).text)).toMatchObject({ httpVersion: '1.1' });
+  });
+});
+
+describe('a reload of the routes', () => {
+  it("with a TLS file that cannot be read keeps the running routes; files resolve from the config file's folder", async () => {
+    const route = (prefix: string, caFile: string) => ({ prefix, upstreams: [trusted.url], auth: 'none', rewritePrefix: '/', tls: { caFile } });
+    const fg = await startFileGateway([route('/a', ca.certFile)]);
+    try {
+      expect((await get(fg.url, '/a/items')).status).toBe(200);
+      await fg.writeRoutes([route('/b', './certs/ca.crt')]);
+      expect(await fg.gateway.reloadRoutes()).toBe(false);
+      expect(fg.logs.text()).toMatch(/routes\[0\]\.tls\.caFile: cannot read [^"]*certs\/ca\.crt \(ENOENT\)/);
+      expect((await get(fg.url, '/a/items')).status).toBe(200);
+      mkdirSync(join(fg.dir, 'certs'));
+      copyFileSync(ca.certFile, join(fg.dir, 'certs', 'ca.crt'));
+      expect(await fg.gateway.reloadRoutes()).toBe(true);
+      expect((await get(fg.url, '/b/items')).status).toBe(200);
+    } finally {
+      await fg.close();
+    }
   });
 });
