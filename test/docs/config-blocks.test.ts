@@ -105,9 +105,18 @@ function placeCertificates(folder: string): void {
   if (authority === undefined) {
     authority = createTestAuthority('Docs CA');
     authority.issue('gatehouse-client', { usage: 'client' });
+    authority.issue('gateway');
   }
   mkdirSync(folder);
-  const files = { 'internal-ca.pem': 'ca.crt', 'gatehouse-client.crt': 'gatehouse-client.crt', 'gatehouse-client.key': 'gatehouse-client.key' };
+  const files = {
+    'internal-ca.pem': 'ca.crt',
+    'gatehouse-client.crt': 'gatehouse-client.crt',
+    'gatehouse-client.key': 'gatehouse-client.key',
+    // The public listener's pair and the CA bundle of its clients' certificates (operations/tls.md).
+    'gateway.crt': 'gateway.crt',
+    'gateway.key': 'gateway.key',
+    'clients-ca.pem': 'ca.crt',
+  };
   for (const [name, made] of Object.entries(files)) copyFileSync(join(authority.dir, made), join(folder, name));
 }
 
