@@ -24,7 +24,10 @@ const run = promisify(execFile);
 const RESET_BOUND = 20;
 const MAX_STREAMS = 50;
 
-/** The upstream: /duplex answers each chunk of its request body as it comes; /jobs accepts (202); anything else echoes its request head. */
+/**
+ * The upstream: /duplex answers each chunk of its request body as it comes; /slow answers once the body is whole;
+ * /jobs accepts (202); anything else echoes its request head.
+ */
 function upstreamHandler(jobs: string[]) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     if (req.url?.startsWith('/duplex')) {
@@ -32,6 +35,12 @@ function upstreamHandler(jobs: string[]) {
       res.flushHeaders();
       req.on('data', (chunk: Buffer) => res.write(`echo:${chunk.toString('utf8')};`));
       req.on('end', () => res.end('done'));
+      return;
+    }
+    if (req.url?.startsWith('/slow')) {
+      // Answers once the whole body has come.
+      req.resume();
+      req.on('end', () => res.end('whole'));
       return;
     }
     if (req.url?.startsWith('/jobs')) {
@@ -75,6 +84,8 @@ describe('the public listener over TLS with HTTP/2', () => {
           { name: 'api', prefix: '/api/things', upstreams: [up.url], cors: { allowedOrigins: ['https://app.example'] } },
           { name: 'duplex', prefix: '/duplex', upstreams: [up.url], auth: 'none' },
           { name: 'jobs', prefix: '/jobs', upstreams: [up.url] },
+          { name: 'small', prefix: '/small', upstreams: [up.url], auth: 'none', bodyLimitBytes: 16 },
+          { name: 'slow', prefix: '/slow', upstreams: [up.url], auth: 'none', requestDeadlineMs: 300, minBodyBytesPerS: 0 },
         ],
       },
     });
@@ -182,6 +193,30 @@ describe('the public listener over TLS with HTTP/2', () => {
     const line = await gw.logs.next((entry) => entry.msg === 'request' && entry.url === '/api/things/protocol-line');
     expect(line.protocol).toBe('2.0');
     expect(line.bytesOut).toBeGreaterThan(0);
+  });
+
+  it('keeps a route’s body limit on h2: a declared length over it, and a streamed body that grows past it, get 413', async () => {
+    const declared = await h2Request(session, { ':method': 'POST', ':path': '/small/a', 'content-length': '32' }, 'x'.repeat(32));
+    expect(declared.status).toBe(413);
+    // No length declared: counted as it streams, and cut once past the limit.
+    const streamed = session.request({ ':method': 'POST', ':path': '/small/b' }, { endStream: false });
+    streamed.on('error', () => undefined);
+    streamed.write('x'.repeat(10));
+    streamed.write('x'.repeat(10));
+    const [head] = (await once(streamed, 'response')) as [Record<string, unknown>];
+    expect(head[':status']).toBe(413);
+    streamed.close();
+  });
+
+  it('keeps a route’s request deadline per stream on h2: a body that stops coming gets 408, the connection goes on', async () => {
+    const stalled = session.request({ ':method': 'POST', ':path': '/slow/upload' }, { endStream: false });
+    stalled.on('error', () => undefined);
+    stalled.write('first bytes, then nothing');
+    const [head] = (await once(stalled, 'response')) as [Record<string, unknown>];
+    expect(head[':status']).toBe(408);
+    stalled.close();
+    const after = await h2Request(session, { ':method': 'GET', ':path': '/api/things/after-deadline', authorization: `Bearer ${token}` });
+    expect(after.status).toBe(200);
   });
 
   it('announces its cap on concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS)', () => {
