@@ -140,6 +140,13 @@ async function get(base: string, path: string): Promise<{ status: number; text: 
   return { status: response.status, text: await response.text() };
 }
 
+/** What the backend said it saw, from a request the gateway answered with 200. */
+async function answered(base: string, path: string): Promise<Record<string, unknown>> {
+  const { status, text } = await get(base, path);
+  expect(status, text).toBe(200);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
 /** The gateway's log line for a TLS failure on `route`. */
 function tlsFailureLine(route: string): Promise<LogEntry> {
   return gw.logs.next((entry) => entry.route === route && typeof entry.tlsCode === 'string');
@@ -147,9 +154,7 @@ function tlsFailureLine(route: string): Promise<LogEntry> {
 
 describe('an https:// upstream', () => {
   it('answers through the gateway when the route trusts its private CA', async () => {
-    const { status, text } = await get(gw.url, '/trusted/items');
-    expect(status).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({ httpVersion: '1.1' });
+    expect(await answered(gw.url, '/trusted/items')).toMatchObject({ httpVersion: '1.1' });
   });
 
   it('answers when the CA is configured proxy-wide (proxy.upstreamTls.caFile)', async () => {
@@ -178,17 +183,13 @@ describe('an https:// upstream', () => {
   );
 
   it('is asked for the configured servername (SNI), and its certificate checked against that name', async () => {
-    const { status, text } = await get(gw.url, '/named/items');
-    expect(status).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({ servername: 'orders.internal.test' });
+    expect(await answered(gw.url, '/named/items')).toMatchObject({ servername: 'orders.internal.test' });
   });
 });
 
 describe('a backend that demands a client certificate (mTLS)', () => {
   it("gets the route's client certificate and answers", async () => {
-    const { status, text } = await get(gw.url, '/mtls/items');
-    expect(status).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({ clientCertificate: 'gatehouse-client' });
+    expect(await answered(gw.url, '/mtls/items')).toMatchObject({ clientCertificate: 'gatehouse-client' });
   });
 
   it('refuses a route without one: 502 and the TLS code logged', async () => {
@@ -214,8 +215,8 @@ describe('a WebSocket to a wss:// backend that demands a client certificate', ()
 
 describe('HTTP/2 to the upstream', () => {
   it('is spoken where the route offers it (tls.http2), and HTTP/1.1 elsewhere', async () => {
-    expect(JSON.parse((await get(gw.url, '/h2/items')).text)).toMatchObject({ httpVersion: '2.0' });
-    expect(JSON.parse((await get(gw.url, '/h1/items')).text)).toMatchObject({ httpVersion: '1.1' });
+    expect(await answered(gw.url, '/h2/items')).toMatchObject({ httpVersion: '2.0' });
+    expect(await answered(gw.url, '/h1/items')).toMatchObject({ httpVersion: '1.1' });
   });
 });
 
