@@ -91,6 +91,20 @@ export class Keyspace {
     return `${this.prefix}instances`;
   }
 
+  /**
+   * The users when they are held in the store (`identity.usersIn: store`): a
+   * hash of each user's record (JSON) by user name. One key, one slot: a change
+   * to several users is one atomic script.
+   */
+  get users(): string {
+    return `${this.prefix}users`;
+  }
+
+  /** Where a change to the users held in the store is announced (the message: the user names, which nobody trusts: the store is read again). */
+  get usersChangedChannel(): string {
+    return `${this.prefix}users-changed`;
+  }
+
   /** Where an instance announces that signing keys changed (the message carries nothing). */
   get keysChangedChannel(): string {
     return `${this.prefix}keys-changed`;

@@ -1,5 +1,6 @@
 // What instances sharing one Redis tell each other: session revocations,
-// request status changes and "signing keys changed", published on three channels and heard on a
+// request status changes, "signing keys changed" and "users changed",
+// published on four channels and heard on a
 // connection of their own (a subscribed connection can send nothing else).
 // All channels are heard on that one connection, so announcements arrive
 // in the order Redis published them.
@@ -20,11 +21,14 @@ export class AnnouncementFeed {
   readonly revocationChannel: string;
   readonly statusChannel: string;
   readonly keysChangedChannel: string;
+  readonly usersChangedChannel: string;
   /** Sids of revoked sessions, from any instance (our own announcements come back too). */
   readonly revocations: Listeners<string>;
   readonly statusChanges: Listeners<RequestStatusChange>;
   /** Some instance published or retired a signing key (tokens/shared-keyset.ts reads the store again). */
   readonly keysChanged: Listeners<void>;
+  /** Some instance or command changed the users held in the store (identity/ reads them again). */
+  readonly usersChanged: Listeners<void>;
   /** The feed was interrupted and flows again: announcements may have been missed. */
   readonly resumed: Listeners<void>;
   /**
@@ -44,9 +48,11 @@ export class AnnouncementFeed {
     this.revocationChannel = options.keys.revocationChannel;
     this.statusChannel = options.keys.requestStatusChannel;
     this.keysChangedChannel = options.keys.keysChangedChannel;
+    this.usersChangedChannel = options.keys.usersChangedChannel;
     this.revocations = new Listeners<string>('session revocation', this.#logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.#logger);
     this.keysChanged = new Listeners<void>('keys changed', this.#logger);
+    this.usersChanged = new Listeners<void>('users changed', this.#logger);
     this.resumed = new Listeners<void>('revocation feed', this.#logger);
 
     subscriber.on('message', (channel: string, message: string) => {
@@ -54,6 +60,8 @@ export class AnnouncementFeed {
       else if (channel === this.statusChannel) this.#hearStatusChange(message);
       // The message carries nothing to trust: the store is read again, and its entries are checked there.
       else if (channel === this.keysChangedChannel) this.keysChanged.emit();
+      // Nor this one: whatever it names, the users are read again from the store.
+      else if (channel === this.usersChangedChannel) this.usersChanged.emit();
     });
     this.#watchInterruptions();
     this.subscribed = new Promise((resolve) => this.#subscribe(resolve));
@@ -65,6 +73,7 @@ export class AnnouncementFeed {
     this.revocations.clear();
     this.statusChanges.clear();
     this.keysChanged.clear();
+    this.usersChanged.clear();
     this.resumed.clear();
   }
 
@@ -91,7 +100,7 @@ export class AnnouncementFeed {
    * still fails the command.
    */
   #subscribe(onSubscribed: () => void, failures = 0): void {
-    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel, this.keysChangedChannel).then(
+    this.#subscriber.subscribe(...this.#channels()).then(
       () => {
         if (failures > 0) this.#logger.info('subscribed to session revocations and request status changes');
         onSubscribed();
@@ -104,6 +113,10 @@ export class AnnouncementFeed {
         setTimeout(() => this.#subscribe(onSubscribed, failures + 1), SUBSCRIBE_RETRY_DELAY_MS).unref();
       },
     );
+  }
+
+  #channels(): string[] {
+    return [this.revocationChannel, this.statusChannel, this.keysChangedChannel, this.usersChangedChannel];
   }
 
   /** Deaf since its connection closed, until the subscriptions are renewed: announcements may be missed meanwhile. */
@@ -136,7 +149,7 @@ export class AnnouncementFeed {
    * a failure is retried on the next 'ready'.
    */
   #resubscribe(): void {
-    this.#subscriber.subscribe(this.revocationChannel, this.statusChannel, this.keysChangedChannel).then(
+    this.#subscriber.subscribe(...this.#channels()).then(
       () => {
         if (this.#closed) return;
         this.#interrupted = false;

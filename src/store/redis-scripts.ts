@@ -91,12 +91,29 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 'applied'`;
 
+// KEYS[1] the users hash; ARGV: the channel, the announcement, then for each
+// user its name, the record expected ('' for none) and the next ('' to
+// remove). Every record is compared before any is written: of two changes
+// to one user made from the same reading, one applies and the other is told.
+const CHANGE_USERS = `
+for i = 3, #ARGV, 3 do
+  local current = redis.call('HGET', KEYS[1], ARGV[i])
+  if current == false then current = '' end
+  if current ~= ARGV[i + 1] then return 0 end
+end
+for i = 3, #ARGV, 3 do
+  if ARGV[i + 2] == '' then redis.call('HDEL', KEYS[1], ARGV[i]) else redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2]) end
+end
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1`;
+
 const SCRIPTS = {
   gatehouseCreateSession: CREATE_SESSION,
   gatehouseRevokeSession: REVOKE_SESSION,
   gatehouseTrackUserSession: TRACK_USER_SESSION,
   gatehouseCreateRequest: CREATE_REQUEST,
   gatehouseTransitionRequest: TRANSITION_REQUEST,
+  gatehouseChangeUsers: CHANGE_USERS,
 } as const;
 
 /** The commands defineCommand adds to the client; ioredis' own types cannot know them. */
@@ -113,6 +130,7 @@ interface ScriptCommands {
     channel: string,
     announcement: string,
   ): Promise<unknown>;
+  gatehouseChangeUsers(key: string, channel: string, announcement: string, ...changes: string[]): Promise<number>;
 }
 
 export type TransitionReply = TransitionOutcome | 'unreadable';
@@ -131,6 +149,12 @@ export interface StoreScripts {
     change: { status: TerminalStatus; updatedAt: string; retentionMs: number },
     announce: { channel: string; message: string },
   ): Promise<TransitionReply>;
+  /** Compares then writes (or removes) each user's record, announced on `channel`; false, nothing written, when one differed. */
+  changeUsers(
+    key: string,
+    changes: ReadonlyArray<{ username: string; expected: string | null; next: string | null }>,
+    announce: { channel: string; message: string },
+  ): Promise<boolean>;
 }
 
 const TRANSITION_REPLIES: ReadonlySet<unknown> = new Set<TransitionReply>(['applied', 'already_applied', 'conflict', 'not_found', 'unreadable']);
@@ -161,6 +185,10 @@ export function defineStoreScripts(client: RedisClient): StoreScripts {
       const reply = await commands.gatehouseTransitionRequest(key, status, updatedAt, retentionMs, channel, message);
       if (!TRANSITION_REPLIES.has(reply)) throw new Error(`unexpected reply from the transition script: ${String(reply)}`);
       return reply as TransitionReply;
+    },
+    async changeUsers(key, changes, { channel, message }) {
+      const triples = changes.flatMap(({ username, expected, next }) => [username, expected ?? '', next ?? '']);
+      return (await commands.gatehouseChangeUsers(key, channel, message, ...triples)) === 1;
     },
   };
 }

@@ -25,6 +25,7 @@ import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCreden
 import { readRecordHash } from './redis-hash-read.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
 import { RedisSharedKeys } from './redis-shared-keys.js';
+import { RedisUserRecords } from './redis-user-records.js';
 import { decimal, requestFields, requestFromHash, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
 import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
@@ -74,6 +75,7 @@ export class RedisStore implements Store {
   readonly apiKeys: RedisApiKeys;
   readonly introspectionAnswers: RedisIntrospectionAnswers;
   readonly sharedKeys: RedisSharedKeys;
+  readonly users: RedisUserRecords;
 
   /** Takes ownership of `client`: `close()` quits it. */
   constructor(client: RedisClient, options: RedisStoreOptions) {
@@ -96,6 +98,7 @@ export class RedisStore implements Store {
     reportConnectionHealth(this.subscriber, 'subscriber', this.logger, closed);
     this.feed = new AnnouncementFeed(this.subscriber, { keys: this.keys, logger: this.logger });
     this.sharedKeys = new RedisSharedKeys(client, this.keys, this.feed);
+    this.users = new RedisUserRecords(client, this.keys, this.scripts, this.feed);
   }
 
   /**

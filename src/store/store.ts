@@ -10,6 +10,7 @@ import type { ApiKeyRecords } from './api-key-records.js';
 import type { IntrospectionAnswers } from './introspection-answers.js';
 import type { RateLimiterBackend } from './rate-limiters.js';
 import type { SharedKeyRecords } from './shared-keys.js';
+import type { UserRecords } from './user-records.js';
 
 /** One login: every token issued for it carries its id as `sid`. */
 export interface SessionRecord {
@@ -86,6 +87,8 @@ export interface Store {
    * The in-memory store has them too, shared only by gateways handed the same store.
    */
   readonly sharedKeys?: SharedKeyRecords;
+  /** The users, when the config holds them in the store (`identity.usersIn: store`, identity/store-users.ts). */
+  readonly users?: UserRecords;
 
   /** Records a new session, kept until its `expiresAt`. */
   createSession(session: SessionRecord): Promise<void>;

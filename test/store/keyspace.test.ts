@@ -37,6 +37,8 @@ describe('the keyspace', () => {
     expect(keys.keysChangedChannel).toBe('gatehouse:keys-changed');
     expect(keys.signingKeys).toBe('gatehouse:signing-keys');
     expect(keys.instances).toBe('gatehouse:instances');
+    expect(keys.users).toBe('gatehouse:users');
+    expect(keys.usersChangedChannel).toBe('gatehouse:users-changed');
   });
 
   it('keeps the prefix exactly as configured, empty included', () => {
