@@ -9,7 +9,7 @@ import { DEFAULT_HOST, DEFAULT_PORT } from '../config/defaults.js';
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
 
 /**
- * `http://<host>:<port>` from the raw config's `server` section when
+ * `http://<host>:<port>` (`https://` with `server.tls`) from the raw config's `server` section when
  * `tokens.issuer` is unset; undefined when it is set, when `tokens` is not a
  * section (its own problem is reported), when the port is 0 (any free port:
  * not known before listening) or when the listener's values are not valid
@@ -21,10 +21,10 @@ export function listenerIssuer(raw: Record<string, unknown>): string | undefined
   if (tokens !== undefined && (tokens as Record<string, unknown>).issuer !== undefined) return undefined;
   const server = raw.server === undefined ? {} : raw.server;
   if (server === null || typeof server !== 'object' || Array.isArray(server)) return undefined;
-  const { host = DEFAULT_HOST, port = DEFAULT_PORT } = server as { host?: unknown; port?: unknown };
+  const { host = DEFAULT_HOST, port = DEFAULT_PORT, tls } = server as { host?: unknown; port?: unknown; tls?: unknown };
   if (typeof host !== 'string' || typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535) return undefined;
   const name = WILDCARD_HOSTS.has(host) ? 'localhost' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-  const url = `http://${name}:${port}`;
+  const url = `${tls === undefined ? 'http' : 'https'}://${name}:${port}`;
   return URL.canParse(url) ? url : undefined;
 }
 

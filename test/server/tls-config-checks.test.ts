@@ -6,6 +6,7 @@ import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { validateConfig } from '../../src/config-load/load.js';
 import { runGatehouse } from '../helpers/cli.js';
 import { writeTestUsers } from '../helpers/gateway.js';
 import { makeTlsPair, type TlsPair } from '../helpers/tls-pair.js';
@@ -83,6 +84,18 @@ describe('server.tls checked at start', () => {
     const run = await runGatehouse(['check-config', '--config', file]);
     expect(run.code).toBe(78);
     expect(run.stderr).toContain(`server.tls.clientCertificates.caFile: ${first.keyFile} holds no PEM certificate`);
+  });
+
+  it('makes the issuer an https:// URL when the config names none', () => {
+    const { config } = validateConfig(
+      {
+        server: { port: 8443, tls: { certFile: first.certFile, keyFile: first.keyFile } },
+        identity: { provider: 'local', usersFile: './users.yaml' },
+        tokens: { keysFile: './keys.json' },
+      },
+      { baseDir: dir, env: {} },
+    );
+    expect(config?.tokens.issuer).toBe('https://localhost:8443');
   });
 
   it('passes a whole pair', async () => {
