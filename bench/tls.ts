@@ -46,6 +46,18 @@ function loginOverTls(url: string, ca: Buffer): Promise<string> {
   });
 }
 
+/** A login refused with 503 (the gateway shedding load on a machine busy with other work) is asked again, a second later. */
+async function whenServed<T>(login: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await login();
+    } catch (error) {
+      if (attempt >= 30 || !/503|overloaded/.test(String(error))) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}
+
 export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): Promise<Row[]> {
   const settings = settingsFromEnv(overrides);
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-tls-'));
@@ -66,8 +78,8 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
     const secure = await startGatehouse({ routes, extra: { server: { tls: { certFile: pair.certFile, keyFile: pair.keyFile } } } });
     servers.push(plain, secure);
     const secureUrl = secure.url.replace('http://', 'https://');
-    const plainToken = (await loginTokens(plain.url)).access_token;
-    const secureToken = await loginOverTls(secureUrl, pair.cert);
+    const plainToken = (await whenServed(() => loginTokens(plain.url))).access_token;
+    const secureToken = await whenServed(() => loginOverTls(secureUrl, pair.cert));
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
     const http1 =
       (url: string, headers: Record<string, string> = {}) =>
