@@ -193,7 +193,8 @@ export class HeaderPolicy {
 function assertionHeaderName(name: string, identity: readonly string[]): string {
   const lower = name.toLowerCase();
   const canonical = canonicalName(lower);
-  if (HOP_BY_HOP.has(canonical) || NOT_NOMINATABLE.has(canonical) || isForwardingHeader(canonical) || canonical === 'authorization' || canonical === 'cookie') {
+  const handled = HOP_BY_HOP.has(canonical) || NOT_NOMINATABLE.has(canonical) || isForwardingHeader(canonical);
+  if (handled || ['authorization', 'cookie', DPOP_HEADER, CLIENT_SUBJECT_HEADER].includes(canonical)) {
     throw new Error(`proxy.identityHeaders: "${lower}" is a header the gateway already handles; choose another name`);
   }
   if (canonical === REQUEST_ID_HEADER || identity.includes(canonical)) {
