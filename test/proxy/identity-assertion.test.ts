@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JWKS_PATH } from '../../src/http/gateway-paths.js';
-import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { clientKey, proof } from '../helpers/dpop.js';
+import { login, postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { echo, startUpstream, type EchoBody, type Upstream } from '../helpers/upstream.js';
 
 type Verify = (headers: Record<string, string | string[] | undefined>) => Promise<Record<string, unknown>>;
@@ -83,6 +84,22 @@ describe('a route with identityAssertion', () => {
 
   it('a route without it sends none', async () => {
     expect((await through('/plain/1')).headers[HEADER]).toBeUndefined();
+  });
+});
+
+describe('a DPoP-bound request', () => {
+  it("carries the proof key's thumbprint in cnf.jkt", async () => {
+    const key = await clientKey('ES256');
+    const loginUrl = `${gw.url}/api/v1/auth/login`;
+    const response = await postJson(loginUrl, { username: 'alice', password: 'alice-password-1' }, { dpop: await proof(key, 'POST', loginUrl) });
+    const bound = (await response.json()) as TokenSetBody;
+    const url = `${gw.url}/orders/bound`;
+    const answer = await fetch(url, {
+      headers: { authorization: `DPoP ${bound.access_token}`, dpop: await proof(key, 'GET', url, { accessToken: bound.access_token }) },
+    });
+    expect(answer.status).toBe(200);
+    const seen = (await answer.json()) as EchoBody;
+    expect(await verifierFor('orders')(seen.headers)).toMatchObject({ cnf: { jkt: key.jkt }, preferred_username: 'alice' });
   });
 });
 
