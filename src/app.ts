@@ -204,7 +204,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
   let account: AccountService | undefined;
   if (config.account.enabled && mode.local) {
-    const fileKeys = new FileApiKeys(mode.local.usersFile, mode.local.users);
+    const fileKeys = new FileApiKeys(mode.local.users);
     userKeys ??= fileKeys;
     account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
   }

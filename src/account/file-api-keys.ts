@@ -1,28 +1,27 @@
-// Users' own API keys in the users file, for the in-memory store's single
+// Users' own API keys in the users' records, for the in-memory store's single
 // instance: written as `gatehouse apikeys` writes them (atomically, the same
-// record), then read back at once, so the new key logs in and a revoked one
-// stops, before the answer leaves. Writes on this instance are one at a time:
-// each reads the file the previous one wrote.
+// record, in the users file or with `identity.usersIn: store` in the store),
+// then read back at once, so the new key logs in and a revoked one stops,
+// before the answer leaves. Writes on this instance are one at a time: each
+// reads what the previous one wrote.
 //
 // Each record says who made it (`createdBy`): this directory holds the keys
 // users made, so it lists and revokes only those, on the in-memory store and
 // beside Redis alike (a gateway moved to Redis keeps them its users').
 import { gatehouseError } from '../core/errors.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
-import { isUserMadeKey, readUsersFile, writeUsersFile } from '../identity/users-file.js';
+import { isUserMadeKey } from '../identity/users-file.js';
 import { addApiKey, findApiKey, revokeApiKey, UsersChangeError, type NewApiKey } from '../identity/users-changes.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 
 export class FileApiKeys implements ApiKeyDirectory {
   readonly kind = 'users file' as const;
-  readonly #file: string;
   readonly #identity: LocalIdentityProvider;
   /** Last uses since start: not worth a file write per login. */
   readonly #used = new Map<string, number>();
   #writing: Promise<unknown> = Promise.resolve();
 
-  constructor(file: string, identity: LocalIdentityProvider) {
-    this.#file = file;
+  constructor(identity: LocalIdentityProvider) {
     this.#identity = identity;
   }
 
@@ -35,22 +34,24 @@ export class FileApiKeys implements ApiKeyDirectory {
 
   create(owner: KeyOwner, key: NewApiKey, maxPerUser: number): Promise<HeldApiKey> {
     return this.#change(async () => {
-      const data = await readUsersFile(this.#file);
-      const held = data.users[owner.username]?.apiKeys.filter((k) => k.revokedAt === undefined).length ?? 0;
-      if (held >= maxPerUser) throw gatehouseError('api_key_limit', { reason: `a user may hold at most ${maxPerUser} API keys` });
-      const next = addApiKey(data, owner.username, { ...key, createdBy: 'user' });
-      await writeUsersFile(this.#file, next);
+      const next = await this.#identity.change((data) => {
+        const held = data.users[owner.username]?.apiKeys.filter((k) => k.revokedAt === undefined).length ?? 0;
+        if (held >= maxPerUser) throw gatehouseError('api_key_limit', { reason: `a user may hold at most ${maxPerUser} API keys` });
+        return addApiKey(data, owner.username, { ...key, createdBy: 'user' });
+      });
       return { ...findApiKey(next, key.keyId)!.key, sub: owner.sub };
     });
   }
 
   revoke(owner: KeyOwner, keyId: string): Promise<boolean> {
     return this.#change(async () => {
-      const data = await readUsersFile(this.#file);
-      const found = findApiKey(data, keyId);
-      if (!found || found.username !== owner.username || found.key.revokedAt !== undefined || !isUserMadeKey(found.key)) return false;
-      await writeUsersFile(this.#file, revokeApiKey(data, keyId));
-      return true;
+      let revoked = false;
+      await this.#identity.change((data) => {
+        const found = findApiKey(data, keyId);
+        revoked = found !== null && found.username === owner.username && found.key.revokedAt === undefined && isUserMadeKey(found.key);
+        return revoked ? revokeApiKey(data, keyId) : data;
+      });
+      return revoked;
     });
   }
 
@@ -62,7 +63,7 @@ export class FileApiKeys implements ApiKeyDirectory {
     return new Map(keyIds.flatMap((id) => (this.#used.has(id) ? [[id, this.#used.get(id)!] as const] : [])));
   }
 
-  /** One change at a time, each followed by a reload, so the change is in force when it resolves. */
+  /** One change at a time; the provider's change reads the users again, so it is in force when it resolves. */
   #change<T>(write: () => Promise<T>): Promise<T> {
     const run = this.#writing.then(async () => {
       try {
@@ -70,8 +71,6 @@ export class FileApiKeys implements ApiKeyDirectory {
       } catch (error) {
         if (error instanceof UsersChangeError) throw gatehouseError('invalid_request', { reason: error.message, cause: error });
         throw error;
-      } finally {
-        await this.#identity.reload();
       }
     });
     this.#writing = run.catch(() => {});

@@ -8,7 +8,7 @@ import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
 import { pino } from 'pino';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { StoreConfig } from '../config/schema.js';
-import { isApiKeyActive, readUsersFile, writeUsersFile, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
+import { isApiKeyActive, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
 import { addApiKey, getUser, revokeApiKey, findApiKey } from '../identity/users-changes.js';
 import { createStore } from '../store/create-store.js';
 import { withinDeadline } from '../core/deadline.js';
@@ -16,6 +16,7 @@ import type { Store } from '../store/store.js';
 import { redactStoreUrl } from '../store/store-url.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, printable, writeJson, type CliIo } from './io.js';
+import { withUsers } from './users-access.js';
 
 /** How long a command waits for the configured Redis before it says it cannot reach it. */
 const STORE_ANSWER_TIMEOUT_MS = 3_000;
@@ -89,12 +90,16 @@ async function create(args: string[], io: CliIo): Promise<number> {
   const username = singlePositional(positionals, 'USER');
   assertDeclared(io, 'roles', values.role ?? []);
   assertDeclared(io, 'scopes', values.scope ?? []);
-  const data = await readUsersFile(io.usersFile);
-  const disabled = getUser(data, username).disabled;
   const { key, keyId, hash } = generateApiKey();
   const label = values.label;
   const scope = keyScope(values);
-  await writeUsersFile(io.usersFile, addApiKey(data, username, { keyId, hash, ...(label !== undefined ? { label } : {}), ...(scope && { scope }) }));
+  let disabled = false;
+  await withUsers(io, (users) =>
+    users.change((data) => {
+      disabled = getUser(data, username).disabled;
+      return addApiKey(data, username, { keyId, hash, ...(label !== undefined ? { label } : {}), ...(scope && { scope }) });
+    }),
+  );
 
   // Printed only once the file holds the key: a key shown but not saved would be a dud.
   // stdout carries the key alone, so `KEY=$(gatehouse apikeys create …)` works.
@@ -107,32 +112,34 @@ async function create(args: string[], io: CliIo): Promise<number> {
 async function revoke(args: string[], io: CliIo): Promise<number> {
   const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
   const keyId = singlePositional(positionals, 'KEYID');
-  const data = await readUsersFile(io.usersFile);
-  // Not the file's: a key a user made on the account page, in the store.
-  if (!findApiKey(data, keyId) && io.store?.url) {
-    const owner = await withStoreKeys(io.store, (keys, store) => revokeStoreKey(keys, store, data, keyId));
-    if (owner !== undefined) {
-      writeLine(io.stdout, `revoked API key ${keyId} of user ${owner}`);
-      return EXIT_OK;
+  return withUsers(io, async (users) => {
+    const data = await users.read();
+    // Not in the users' records: a key a user made on the account page, in the store.
+    if (!findApiKey(data, keyId) && io.store?.url) {
+      const owner = await withStoreKeys(io.store, (keys, store) => revokeStoreKey(keys, store, data, keyId));
+      if (owner !== undefined) {
+        writeLine(io.stdout, `revoked API key ${keyId} of user ${owner}`);
+        return EXIT_OK;
+      }
     }
-  }
-  const next = revokeApiKey(data, keyId);
-  await writeUsersFile(io.usersFile, next);
-  writeLine(io.stdout, `revoked API key ${keyId} of user ${findApiKey(next, keyId)!.username}`);
-  return EXIT_OK;
+    const next = await users.change((current) => revokeApiKey(current, keyId));
+    writeLine(io.stdout, `revoked API key ${keyId} of user ${findApiKey(next, keyId)!.username}`);
+    return EXIT_OK;
+  });
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, allowPositionals: true, strict: true });
   if (positionals.length > 1) throw new UsageError(`unexpected argument: ${positionals[1]}`);
   const only = positionals[0];
-  const data = await readUsersFile(io.usersFile);
+  const data = await withUsers(io, (users) => users.read());
   if (only !== undefined) getUser(data, only);
 
   // Key ids and metadata only: never a digest. With Redis, users' own keys too (deleted when revoked).
   const users = Object.entries(data.users).filter(([name]) => only === undefined || name === only);
   const held: Array<{ user: string; key: ApiKeyRecord; where: 'users file' | 'store' }> = users.flatMap(([user, record]) =>
-    record.apiKeys.map((key) => ({ user, key, where: 'users file' as const })),
+    // With usersIn: store the users' records (operator keys among them) are in the store too.
+    record.apiKeys.map((key) => ({ user, key, where: io.usersIn === 'store' ? ('store' as const) : ('users file' as const) })),
   );
   let lastUses = new Map<string, number>();
   if (io.store?.url) {

@@ -99,7 +99,7 @@ function localUsersIo(io: ProcessIo, config: LoadConfigOptions): CliIo {
   const file = configFilePath(config);
   if (providerOf(file) === 'oidc') throw oidcRefusal(file);
   const { identity: checked, store, authorization } = loadConfig(config);
-  return { ...io, usersFile: usersFileOf(checked, file), store, declared: authorization };
+  return { ...io, usersFile: usersFileOf(checked, file), ...(checked.provider === 'local' && { usersIn: checked.usersIn }), store, declared: authorization };
 }
 
 /** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */

@@ -5,8 +5,10 @@ import type { StoreConfig } from '../config/schema.js';
 import { CliError, UndeclaredNameError, type OutputIo } from './command.js';
 
 export interface CliIo extends OutputIo {
-  /** The users file the commands read and replace. */
+  /** The users file the commands read and replace; with `usersIn: store`, what seeds an empty store. */
   usersFile: string;
+  /** Where the users live (`identity.usersIn`); absent: the users file. */
+  usersIn?: 'file' | 'store';
   /** The configured store: `users unlock` clears login throttling there; `apikeys` lists and revokes users' own keys there. */
   store?: StoreConfig;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };

@@ -1,13 +1,16 @@
-// `gatehouse users …`: manages the accounts in the users file. Each command is
-// one read-change-write of the file; a running server picks the change up
-// through its file watch.
+// `gatehouse users …`: manages the accounts, in the users file or with
+// `identity.usersIn: store` in the store (users-access.ts). Each command is
+// one read-change-write; a running server picks the change up through its
+// file watch, or every instance at once through the store's announcement.
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { hashPassword } from '../identity/passwords.js';
-import { isApiKeyActive, readUsersFile, writeUsersFile } from '../identity/users-file.js';
+import { isApiKeyActive, parseUsersFile, UsersFileError, writeUsersFile } from '../identity/users-file.js';
 import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../identity/users-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, canPromptHidden, promptHidden, readAll, writeJson, type CliIo } from './io.js';
+import { withUsers } from './users-access.js';
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -47,8 +50,26 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
       run: roles,
     },
     list: { synopsis: 'list [--json]', summary: 'list users (never a password hash); --json for scripts', run: list },
+    import: {
+      synopsis: 'import FILE',
+      summary: 'identity.usersIn: store: replace the users in the store by those of a users file',
+      details: `  Users the file does not hold are removed from the store (their sessions
+  end on every instance); the others are added or replaced as the file has
+  them. The file is checked whole first: an invalid one changes nothing.`,
+      run: importUsers,
+    },
+    export: {
+      synopsis: 'export FILE',
+      summary: 'identity.usersIn: store: write the users in the store to a users file (mode 600)',
+      details: `  The file holds password hashes and API key digests, as the users file
+  does: keep it as you keep that. It can be imported again, or used as the
+  users file of a gateway without Redis.`,
+      run: exportUsers,
+    },
   },
-  notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.`,
+  notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.
+With identity.usersIn: store the commands work on the users in Redis, from any host with the config; an empty store
+is first seeded from the users file.`,
 };
 
 export async function runUsersCommand(args: string[], io: CliIo): Promise<number> {
@@ -63,16 +84,17 @@ async function add(args: string[], io: CliIo): Promise<number> {
     strict: true,
   });
   const username = singlePositional(positionals, 'NAME');
-  // Refuse a bad or taken name before the operator types a password.
-  assertCanAddUser(await readUsersFile(io.usersFile), username);
+  return withUsers(io, async (users) => {
+    // Refuse a bad or taken name before the operator types a password.
+    assertCanAddUser(await users.read(), username);
 
-  const password = await readNewPassword(io, values['password-stdin']);
-  const passwordHash = await hashPassword(password);
-  // Read again: the file may have changed while the prompt waited.
-  const data = addUser(await readUsersFile(io.usersFile), username, passwordHash);
-  await writeUsersFile(io.usersFile, data);
-  writeLine(io.stdout, `added user ${username} (id ${data.users[username]!.id})`);
-  return EXIT_OK;
+    const password = await readNewPassword(io, values['password-stdin']);
+    const passwordHash = await hashPassword(password);
+    // Read again: the users may have changed while the prompt waited.
+    const data = await users.change((current) => addUser(current, username, passwordHash));
+    writeLine(io.stdout, `added user ${username} (id ${data.users[username]!.id})`);
+    return EXIT_OK;
+  });
 }
 
 async function readNewPassword(io: CliIo, fromStdin: boolean): Promise<string> {
@@ -96,7 +118,7 @@ async function readNewPassword(io: CliIo, fromStdin: boolean): Promise<string> {
 async function unlock(args: string[], io: CliIo): Promise<number> {
   const { positionals } = parseArgs({ args, allowPositionals: true, strict: true });
   const username = singlePositional(positionals, 'NAME');
-  getUser(await readUsersFile(io.usersFile), username); // a typo is told, not silently "unlocked"
+  await withUsers(io, async (users) => getUser(await users.read(), username)); // a typo is told, not silently "unlocked"
   const url = io.store?.url;
   if (!url || !io.store) throw new CliError("no store.url is configured: throttling lives in the running gateway's memory (restart it to clear)");
   const cleared = await unlockUsername({ ...io.store, url }, username);
@@ -107,15 +129,16 @@ async function unlock(args: string[], io: CliIo): Promise<number> {
 async function changeStatus(args: string[], io: CliIo, disabled: boolean): Promise<number> {
   const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
   const username = singlePositional(positionals, 'NAME');
-  const data = await readUsersFile(io.usersFile);
   const status = disabled ? 'disabled' : 'enabled';
-  if (getUser(data, username).disabled === disabled) {
-    writeLine(io.stdout, `user ${username} is already ${status}`);
+  return withUsers(io, async (users) => {
+    let already = false;
+    await users.change((data) => {
+      already = getUser(data, username).disabled === disabled;
+      return already ? data : setDisabled(data, username, disabled);
+    });
+    writeLine(io.stdout, already ? `user ${username} is already ${status}` : `${status} user ${username}`);
     return EXIT_OK;
-  }
-  await writeUsersFile(io.usersFile, setDisabled(data, username, disabled));
-  writeLine(io.stdout, `${status} user ${username}`);
-  return EXIT_OK;
+  });
 }
 
 async function roles(args: string[], io: CliIo): Promise<number> {
@@ -125,8 +148,7 @@ async function roles(args: string[], io: CliIo): Promise<number> {
     throw new UsageError('expected NAME add|remove ROLE');
   }
   if (action === 'add') assertDeclared(io, 'roles', [role]);
-  const data = await readUsersFile(io.usersFile);
-  await writeUsersFile(io.usersFile, changeRole(data, username, role, action === 'add'));
+  await withUsers(io, (users) => users.change((data) => changeRole(data, username, role, action === 'add')));
   writeLine(io.stdout, action === 'add' ? `gave ${username} the role ${role}` : `took the role ${role} from ${username}`);
   return EXIT_OK;
 }
@@ -134,16 +156,20 @@ async function roles(args: string[], io: CliIo): Promise<number> {
 async function remove(args: string[], io: CliIo): Promise<number> {
   const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
   const username = singlePositional(positionals, 'NAME');
-  const data = await readUsersFile(io.usersFile);
-  const keys = getUser(data, username).apiKeys.length;
-  await writeUsersFile(io.usersFile, removeUser(data, username));
+  let keys = 0;
+  await withUsers(io, (users) =>
+    users.change((data) => {
+      keys = getUser(data, username).apiKeys.length;
+      return removeUser(data, username);
+    }),
+  );
   writeLine(io.stdout, `removed user ${username} and ${keys} API key${keys === 1 ? '' : 's'}`);
   return EXIT_OK;
 }
 
 async function list(args: string[], io: CliIo): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, allowPositionals: false, strict: true });
-  const data = await readUsersFile(io.usersFile);
+  const { data, where } = await withUsers(io, async (access) => ({ data: await access.read(), where: access.where }));
   const users = Object.entries(data.users);
   if (values.json) {
     const listed = users.map(([name, user]) => ({
@@ -157,11 +183,50 @@ async function list(args: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   }
   if (users.length === 0) {
-    writeLine(io.stderr, `no users in ${io.usersFile}`);
+    writeLine(io.stderr, `no users in ${where}`);
     return EXIT_OK;
   }
   // Never the password hash nor key hashes: a listing gets pasted into tickets.
   const rows = users.map(([name, user]) => [name, user.id, user.disabled ? 'disabled' : 'enabled', String(user.apiKeys.filter(isApiKeyActive).length)]);
   writeLine(io.stdout, formatTable([['NAME', 'ID', 'STATUS', 'ACTIVE KEYS'], ...rows]));
   return EXIT_OK;
+}
+
+async function importUsers(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const file = singlePositional(positionals, 'FILE');
+  requireStore(io, 'import');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    // Never "imported 0 users" for a mistyped path: that would remove every user.
+    throw new UsersFileError(file, [`cannot read the file: ${(error as NodeJS.ErrnoException).code ?? String(error)}`]);
+  }
+  const data = parseUsersFile(text, file);
+  const counts = await withUsers(io, (users) => users.store!.replaceAll(data));
+  const total = Object.keys(data.users).length;
+  writeLine(
+    io.stdout,
+    `imported ${total} user${total === 1 ? '' : 's'} into the store (${counts.added} added, ${counts.changed} changed, ${counts.removed} removed)`,
+  );
+  return EXIT_OK;
+}
+
+async function exportUsers(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const file = singlePositional(positionals, 'FILE');
+  requireStore(io, 'export');
+  const data = await withUsers(io, (users) => users.read());
+  await writeUsersFile(file, data);
+  const total = Object.keys(data.users).length;
+  writeLine(io.stdout, `exported ${total} user${total === 1 ? '' : 's'} to ${file}`);
+  return EXIT_OK;
+}
+
+/** Import and export move users between a file and the store; with the users file as the source there is nothing to move. */
+function requireStore(io: CliIo, command: 'import' | 'export'): void {
+  if (io.usersIn !== 'store') {
+    throw new CliError(`users ${command} needs identity.usersIn: store: the users file (${io.usersFile}) is where the users are already`);
+  }
 }

@@ -76,6 +76,17 @@ export function checkProviderCredentials(identity: ProviderCredentials, issues: 
   }
 }
 
+/** Users held in the store need one that is shared: Redis. */
+export function checkUsersStore(identity: { provider: string; usersIn?: string }, store: { url?: string | undefined }, issues: Issues): void {
+  if (identity.provider !== 'local' || identity.usersIn !== 'store' || store.url) return;
+  issues.push({
+    code: 'custom',
+    path: ['identity', 'usersIn'],
+    message: 'store needs store.url (Redis): the in-memory store is not shared, and would lose the users at every restart',
+    input: identity.usersIn,
+  });
+}
+
 /** Local mode signs its own tokens and needs the keys file for it; a fronted provider (oidc) signs them itself. */
 export function checkKeysFile(config: unknown, issues: Issues): void {
   // Read defensively: run even when other fields failed, the value is as the file wrote it.

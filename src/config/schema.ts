@@ -8,7 +8,7 @@
 // field paths like any other problem; config-load/ makes the schema with them.
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
-import { checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits } from './cross-field-rules.js';
+import { checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
 import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-schema.js';
 import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
 import { AuthorizationSchema, CorsSchema, RouteSchema, type RateLimitSchema } from './route-schema.js';
@@ -48,7 +48,8 @@ export function createConfigSchema(checks: ContentChecks) {
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
     .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))
-    .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues));
+    .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues))
+    .check((ctx) => checkUsersStore(ctx.value.identity, ctx.value.store, ctx.issues));
 }
 
 type ConfigSchema = ReturnType<typeof createConfigSchema>;

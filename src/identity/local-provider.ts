@@ -1,15 +1,17 @@
-// The identity provider backed by the local users file.
+// The identity provider backed by Gatehouse's own users: the local users
+// file, or with `identity.usersIn: store` the users held in Redis (the
+// source is users-source.ts's or store-users.ts's).
 //
-// The file is read into an immutable snapshot of three indexes (by name, by
-// id, and API key id → key), swapped whole on reload, so a login never sees
-// half an update. With `watch`, the file is polled (the CLI replaces it by
-// rename; polling also notices a file that appears after start).
+// The users are read into an immutable snapshot of three indexes (by name,
+// by id, and API key id → key), swapped whole on reload, so a login never
+// sees half an update. With `watch`, the file is polled (the CLI replaces it
+// by rename; polling also notices a file that appears after start); the
+// store is followed through its announcements.
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { IdentityConfig } from '../config/schema.js';
-import { watchFile, type FileWatch } from '../files/watch-file.js';
 import { Listeners } from '../store/listeners.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
@@ -18,12 +20,12 @@ import type { KeyScope } from './key-scope.js';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
 import { ScryptDurations, standInWait } from './scrypt-stand-in.js';
 import type { PasswordCheckOptions } from './password-check-options.js';
-import { isApiKeyActive, readUsersFile, type ApiKeyRecord, type UsersFileData } from './users-file.js';
+import { emptyUsersFile, isApiKeyActive, type ApiKeyRecord, type UsersFileData } from './users-file.js';
 import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
+import { fileUsersSource, type UsersChange, type UsersSource } from './users-source.js';
 
 export type LocalIdentityConfig = Extract<IdentityConfig, { provider: 'local' }>;
 
-const WATCH_INTERVAL_MS = 500;
 /** Store-held key ids remembered as seen; one forgotten is only looked up again at its next token's first check. */
 const STORE_KEY_IDS_MAX = 100_000;
 
@@ -31,12 +33,12 @@ const STORE_KEY_IDS_MAX = 100_000;
 const NO_ADDRESS = '';
 
 export interface LocalIdentityEvents {
-  /** After each re-read of the users file: whether its users were taken (false: logged, the previous users stay). */
+  /** After each re-read of the users: whether its users were taken (false: logged, the previous users stay). */
   reload: [applied: boolean];
 }
 
 export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
-  readonly #file: string;
+  readonly #source: UsersSource;
   readonly #logger: Logger;
   /** Verified in place of a missing user's hash now and then (scrypt-stand-in.ts), so the stand-in's durations stay a real scrypt's. */
   readonly #dummyHash: string;
@@ -47,7 +49,9 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
   readonly #passwords: Required<Pick<PasswordCheckOptions, 'verifyPassword'>> & PasswordCheckOptions;
   #snapshot: Snapshot;
-  #fileWatch: FileWatch | undefined;
+  /** The digest of the users as last taken (store only: peers compare it). */
+  #digest: string | undefined;
+  #stopWatching: (() => Promise<void>) | undefined;
   readonly #changed: Listeners<void>;
   /**
    * Store-held key ids this instance has seen in the store (at a login, or a
@@ -60,10 +64,10 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   #readsStarted = 0;
   #readApplied = 0;
 
-  private constructor(file: string, logger: Logger, dummy: { hash: string; ms: number }, data: UsersFileData, passwords: PasswordCheckOptions) {
+  private constructor(source: UsersSource, logger: Logger, dummy: { hash: string; ms: number }, data: UsersFileData, passwords: PasswordCheckOptions) {
     super();
     this.#passwords = { verifyPassword, ...passwords };
-    this.#file = file;
+    this.#source = source;
     this.#logger = logger;
     this.#dummyHash = dummy.hash;
     this.#dummyCost = costOf(dummy.hash);
@@ -72,20 +76,60 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     this.#changed = new Listeners<void>('identities changed', logger);
   }
 
-  /** Reads the users file (an invalid one fails the start) and, with `watch`, follows its changes. */
-  static async open(config: LocalIdentityConfig, logger: Logger, passwords: PasswordCheckOptions = {}): Promise<LocalIdentityProvider> {
-    const log = logger.child({ component: 'identity', usersFile: config.usersFile });
+  /**
+   * Reads the users (an invalid users file fails the start) and, with
+   * `watch` (always, for the store: it is the only way to hear of changes),
+   * follows their changes. `source` absent: the users file.
+   */
+  static async open(
+    config: Omit<LocalIdentityConfig, 'usersIn' | 'usersRereadS'>,
+    logger: Logger,
+    passwords: PasswordCheckOptions = {},
+    source?: UsersSource,
+  ): Promise<LocalIdentityProvider> {
+    const log = logger.child({ component: 'identity', ...(source ? { usersIn: source.kind } : { usersFile: config.usersFile }) });
+    const usersSource = source ?? fileUsersSource(config.usersFile, log);
     const started = performance.now();
-    const [data, dummy] = await Promise.all([
-      readUsersFile(config.usersFile),
+    const [read, dummy] = await Promise.all([
+      // A store that does not answer at start: nobody logs in until it does (the watch reads the users again).
+      usersSource.read().catch((error: unknown) => {
+        if (usersSource.kind !== 'store') throw error;
+        log.error({ err: error }, 'cannot read the users from the store yet: nobody can log in until it answers');
+        return { data: emptyUsersFile(), digest: undefined };
+      }),
       hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS).then((hash) => ({ hash, ms: performance.now() - started })),
     ]);
-    const provider = new LocalIdentityProvider(config.usersFile, log, dummy, data, passwords);
+    const provider = new LocalIdentityProvider(usersSource, log, dummy, read.data, passwords);
+    provider.#digest = read.digest;
     const users = provider.#snapshot.byName.size;
-    if (users === 0) log.warn('the users file holds no users (or does not exist): nobody can log in');
-    else log.info({ users }, 'users file loaded');
-    if (config.watch) provider.#watch();
+    const where = usersSource.kind === 'store' ? 'the store' : 'the users file';
+    if (users === 0) log.warn(`${where} holds no usersSource{usersSource.kind === 'store' ? '' : ' (or does not exist)'}: nobody can log in`);
+    else log.info({ users }, usersSource.kind === 'store' ? 'users loaded from the store' : 'users file loaded');
+    if (config.watch || usersSource.kind === 'store') provider.#stopWatching = usersSource.watch(() => provider.reload());
     return provider;
+  }
+
+  /** Where the users are: the users file, or the store. */
+  get usersIn(): UsersSource['kind'] {
+    return this.#source.kind;
+  }
+
+  /** The digest of the users as last taken, when peers compare it (the store); undefined for the users file. */
+  viewDigest(): string | undefined {
+    return this.#digest;
+  }
+
+  /**
+   * One change of the users where they are (the account page's keys), in
+   * force here when it resolves; every other instance hears of it from the
+   * file watch or the store's announcement.
+   */
+  async change(change: UsersChange): Promise<UsersFileData> {
+    try {
+      return await this.#source.change(change);
+    } finally {
+      await this.reload();
+    }
   }
 
   /**
@@ -176,8 +220,8 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   }
 
   /**
-   * Re-reads the file now (the watcher calls this too). A file that does not
-   * read or validate is logged and changes nothing: the previous users stay.
+   * Re-reads the users now (the watcher calls this too). Users that do not
+   * read or validate are logged and change nothing: the previous users stay.
    * Resolves true when the new contents were taken.
    */
   async reload(): Promise<boolean> {
@@ -196,23 +240,29 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   async close(): Promise<void> {
     this.#closed = true;
     this.#changed.clear();
-    await this.#fileWatch?.close();
-    this.#fileWatch = undefined;
+    await this.#stopWatching?.();
+    this.#stopWatching = undefined;
   }
 
   async #read(): Promise<boolean> {
     const reading = ++this.#readsStarted;
     try {
-      const data = await readUsersFile(this.#file);
+      const { data, digest } = await this.#source.read();
       // Two overlapping reloads (watcher and caller): a read that started earlier never wins.
       if (this.#closed || reading < this.#readApplied) return false;
       this.#readApplied = reading;
       this.#snapshot = buildSnapshot(data);
-      this.#logger.info({ users: this.#snapshot.byName.size }, 'users file reloaded');
+      this.#digest = digest;
+      // Each announcement in the store reads the users again: said at debug level there, the file's rare reloads at info.
+      const level = this.#source.kind === 'store' ? 'debug' : 'info';
+      this.#logger[level]({ users: this.#snapshot.byName.size }, this.#source.kind === 'store' ? 'users read again from the store' : 'users file reloaded');
       return true;
     } catch (error) {
       if (!this.#closed) {
-        this.#logger.error({ err: error }, 'users file not reloaded: keeping the previous users');
+        this.#logger.error(
+          { err: error },
+          `${this.#source.kind === 'store' ? 'users not read again from the store' : 'users file not reloaded'}: keeping the previous users`,
+        );
       }
       return false;
     }
@@ -281,17 +331,6 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     if (this.#durations.sampleNow()) await this.#verify(password, this.#dummyHash);
     else await standInWait(this.#durations.draw());
     return false;
-  }
-
-  #watch(): void {
-    this.#fileWatch = watchFile(
-      this.#file,
-      async (current) => {
-        if (current.nlink === 0) this.#logger.warn('the users file was removed: nobody can log in until it is back');
-        await this.reload();
-      },
-      WATCH_INTERVAL_MS,
-    );
   }
 }
 

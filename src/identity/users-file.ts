@@ -132,7 +132,11 @@ export function parseUsersFile(text: string, source: string): UsersFileData {
       document.errors.map((e) => `YAML: ${e.message.split('\n')[0]}`),
     );
   }
-  const raw: unknown = document.toJS() ?? {};
+  return validateUsersData(document.toJS() ?? {}, source);
+}
+
+/** Validates users as read from anywhere (the file's YAML, the store's records); `source` names them in errors. */
+export function validateUsersData(raw: unknown, source: string): UsersFileData {
   const problems: string[] = [];
   if (hasReservedUsername(raw)) problems.push('users.__proto__: this user name is reserved');
   const result = UsersFileSchema.safeParse(raw);

@@ -1,7 +1,9 @@
 // Says it when instances sharing a store disagree: a peer that does not trust
 // a key some live instance signs with (its tokens would be refused there), or
-// whose users file differs (a `users disable` that reached some instances
-// only). Checked at start and at every heartbeat of the shared key set;
+// whose users differ (a `users disable` that reached some instances only: a
+// users file not copied everywhere, or with `identity.usersIn: store` an
+// instance that missed the change's announcement and has not read the users
+// again yet). Checked at start and at every heartbeat of the shared key set;
 // logged when the set of disagreeing peers changes (at start, when there is
 // one), counted in `gatehouse_peer_disagreements`, and shown by /readyz.
 import type { Logger } from 'pino';
@@ -14,7 +16,7 @@ export interface Agreement {
   peers: number;
   /** Instances (this one's id included when it is the one missing a key) whose keys disagree. */
   keysDiffer: string[];
-  /** Peers whose users file has another digest than this instance's. */
+  /** Peers whose users (their users file, or their view of the store's) have another digest than this instance's. */
   usersDiffer: string[];
 }
 
@@ -37,7 +39,12 @@ export class PeerAgreement {
       metrics.peerDisagreements.set({ view: 'keys' }, this.#state.keysDiffer.length);
       metrics.peerDisagreements.set({ view: 'users' }, this.#state.usersDiffer.length);
       this.#report('keys', this.#state.keysDiffer, logger, 'instances disagree on the signing keys: tokens signed on one may be refused on another');
-      this.#report('users', this.#state.usersDiffer, logger, 'instances hold different users files: a user disabled on one may still log in on another');
+      this.#report(
+        'users',
+        this.#state.usersDiffer,
+        logger,
+        'instances hold different users (users files, or views of the store): a user disabled on one may still log in on another',
+      );
     };
     // The check at start: the shared key set's first heartbeat ran while it started.
     if (keys.lastViews) check(keys.lastViews.own, keys.lastViews.peers);
@@ -54,6 +61,6 @@ export class PeerAgreement {
     if (key === this.#reported[view]) return;
     this.#reported[view] = key;
     if (instances.length > 0) logger.warn({ view, instances }, message);
-    else logger.info({ view }, `instances agree on the ${view === 'keys' ? 'signing keys' : 'users file'} again`);
+    else logger.info({ view }, `instances agree on the ${view === 'keys' ? 'signing keys' : 'users'} again`);
   }
 }

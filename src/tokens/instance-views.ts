@@ -1,5 +1,5 @@
 // Each instance's view of what it trusts (its signing kid, every kid it
-// verifies, a digest of its users file), written to the store at every
+// verifies, a digest of its users), written to the store at every
 // heartbeat and after every change of keys. A rotation waits on these views
 // (phase one ends when every live peer trusts the new key), and a peer whose
 // view differs is reported (observability/peer-agreement.ts). A view not

@@ -15,7 +15,8 @@ import { SharedKeySet } from './shared-keyset.js';
 export async function shareKeys(config: Config, store: Store, local: WatchedKeySet, logger: Logger): Promise<SharedKeySet | undefined> {
   if (store.kind !== 'redis' || store.sharedKeys === undefined) return undefined;
   const identity = config.identity;
-  const usersFile = identity.provider === 'local' ? identity.usersFile : undefined;
+  // Users held in the store: each instance's copy of the file only seeds it; identity-mode.ts tells the view's digest instead.
+  const usersFile = identity.provider === 'local' && identity.usersIn !== 'store' ? identity.usersFile : undefined;
   const shared = new SharedKeySet({
     local,
     records: store.sharedKeys,

@@ -35,7 +35,7 @@ export interface InstanceView {
   signing: string;
   /** Every kid it verifies, sorted. */
   kids: string[];
-  /** A digest of its users file, when it has local users. */
+  /** A digest of its users (its users file, or with users in the store its view of them), when it has local users. */
   users?: string;
   /** When it wrote this view (epoch ms): a view not renewed is of an instance gone. */
   seenAt: number;

@@ -36,7 +36,7 @@ export interface SharedKeySetOptions {
   /** How long a retired key keeps verifying: the refresh-token lifetime. */
   retainMs: number;
   logger: Logger;
-  /** A digest of the users file, told to peers so a divergence is seen. */
+  /** A digest of the users (the file, or the view of the store), told to peers so a divergence is seen. */
   usersDigest?: () => Promise<string | undefined>;
   heartbeatMs?: number;
   /** The longest a rotation waits for every peer to trust its new key. */
@@ -149,6 +149,11 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same). */
   heartbeatNow(): Promise<void> {
     return this.#heartbeat();
+  }
+
+  /** Where the users digest told to peers comes from from now on (users in the store: the provider's view, open after the keys). */
+  useUsersDigest(digest: () => Promise<string | undefined>): void {
+    this.#o.usersDigest = digest;
   }
 
   /** Calls `listener` after every re-read of this instance's keys file. */

@@ -118,6 +118,16 @@ describe('parseConfig', () => {
     expect(config.server.workers).toBe(4);
   });
 
+  it('refuses users held in the store without a shared store, and keeps them in the users file by default', () => {
+    const identity = { provider: 'local', usersFile: 'users.yaml', usersIn: 'store' };
+    expect(problemsOf(() => parseConfig({ ...MINIMAL, identity }, { baseDir: '/' }))).toEqual([
+      expect.stringMatching(/^identity\.usersIn: store needs store\.url/),
+    ]);
+    const config = parseConfig({ ...MINIMAL, identity, store: { url: 'redis://cache:6379' } }, { baseDir: '/', env: {} });
+    expect(config.identity).toMatchObject({ usersIn: 'store' });
+    expect(parseConfig(MINIMAL, { baseDir: '/', env: {} }).identity).toMatchObject({ usersIn: 'file' });
+  });
+
   it('refuses a top level that is not a mapping', () => {
     expect(problemsOf(() => parseConfig(['a'], { baseDir: '/' }))[0]).toMatch(/^\(top level\): must be a mapping/);
   });

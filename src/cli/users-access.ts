@@ -1,0 +1,51 @@
+// Where the `users` and `apikeys` commands find the users: the users file,
+// or with `identity.usersIn: store` the store, reached from whichever host the
+// command runs on. In the store, a change is one compare-and-set announced
+// to every running gateway, which all read the users again at once.
+import { pino } from 'pino';
+import { withinDeadline } from '../core/deadline.js';
+import { StoreUsers } from '../identity/store-users.js';
+import type { UsersFileData } from '../identity/users-file.js';
+import { fileUsersSource, type UsersChange } from '../identity/users-source.js';
+import { createStore } from '../store/create-store.js';
+import type { Store } from '../store/store.js';
+import { redactStoreUrl } from '../store/store-url.js';
+import { CliError, writeLine } from './command.js';
+import type { CliIo } from './io.js';
+
+/** How long a command waits for the configured Redis before it says it cannot reach it. */
+const STORE_ANSWER_TIMEOUT_MS = 3_000;
+
+export interface UsersAccess {
+  /** Where the users are, as messages name it: the users file's path, or "the store". */
+  readonly where: string;
+  read(): Promise<UsersFileData>;
+  change(change: UsersChange): Promise<UsersFileData>;
+  /** The store's users (`usersIn: store`); undefined for the users file. */
+  readonly store: StoreUsers | undefined;
+}
+
+/** Runs `use` with the users where the config keeps them; a store opened for it is closed afterwards. */
+export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promise<T>): Promise<T> {
+  const silent = pino({ enabled: false });
+  if (io.usersIn !== 'store') {
+    const file = fileUsersSource(io.usersFile, silent);
+    return use({ where: io.usersFile, read: async () => (await file.read()).data, change: (change) => file.change(change), store: undefined });
+  }
+  const url = io.store?.url;
+  if (!url || !io.store) throw new CliError('identity.usersIn is store, but no store.url is configured');
+  const store: Store = await createStore(io.store, silent);
+  try {
+    // createStore starts even without an answer (a gateway waits for Redis); a command must not act on users it cannot read.
+    await withinDeadline(store.ping(), STORE_ANSWER_TIMEOUT_MS).catch((error: unknown) => {
+      throw new CliError(`cannot reach the store at ${redactStoreUrl(url)} (${(error as Error).message}): the users live there (identity.usersIn: store)`);
+    });
+    const users = new StoreUsers({ records: store.users!, onFeedResumed: () => () => {}, logger: silent });
+    // As a starting gateway does: an empty store takes the users file's users first, so no command acts on none.
+    const seeded = await users.seedFrom(io.usersFile);
+    if (seeded > 0) writeLine(io.stderr, `the store held no users: seeded it with the ${seeded} of ${io.usersFile} (the store is their source now)`);
+    return await use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,130 @@
+// Users held in the store (identity/store-users.ts) on a real redis-server:
+// changes are compare-and-set (two operators changing one user lose neither
+// change), every change is announced to every reader, an empty store is
+// seeded once from the users file, and a record that does not read leaves
+// only its own user out, logged by name and never by its contents.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { StoreUsers } from '../../src/identity/store-users.js';
+import { addUser, changeRole } from '../../src/identity/users-changes.js';
+import { Keyspace } from '../../src/store/keyspace.js';
+import { createStore } from '../../src/store/create-store.js';
+import type { Store } from '../../src/store/store.js';
+import type { UserRecords } from '../../src/store/user-records.js';
+import { TEST_SCRYPT_PARAMS, writeTestUsers } from '../helpers/gateway.js';
+import { logSink } from '../helpers/log-sink.js';
+import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
+import { hashPassword } from '../../src/identity/passwords.js';
+
+const silent = pino({ level: 'silent' });
+
+let redis: { url: string; close(): Promise<void> };
+let raw: Redis;
+let dir: string;
+let prefix: string;
+let stores: Store[] = [];
+let hash: string;
+
+beforeAll(async () => {
+  redis = await testRedisUrl();
+  raw = new Redis(redis.url);
+  hash = await hashPassword('a-long-password-1', TEST_SCRYPT_PARAMS);
+});
+
+afterAll(async () => {
+  raw?.disconnect();
+  await redis?.close();
+});
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'gatehouse-store-users-'));
+  prefix = uniquePrefix();
+});
+
+afterEach(async () => {
+  await Promise.all(stores.map((store) => store.close()));
+  stores = [];
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function openStore(): Promise<Store> {
+  const store = await createStore({ url: redis.url, keyPrefix: prefix }, silent);
+  stores.push(store);
+  return store;
+}
+
+function usersOf(store: Store, logger = silent): StoreUsers {
+  return new StoreUsers({ records: store.users!, onFeedResumed: (listener) => store.onRevocationFeedResumed(listener), logger });
+}
+
+describe('users held in the store', () => {
+  it('seeds an empty store from the users file once, and never over users it holds', async () => {
+    const file = join(dir, 'users.yaml');
+    await writeTestUsers(file, [
+      { name: 'alice', password: 'a-long-password-1' },
+      { name: 'bob', password: 'a-long-password-1' },
+    ]);
+    const users = usersOf(await openStore());
+    expect(await users.seedFrom(file)).toBe(2);
+    expect(Object.keys((await users.read()).data.users).sort()).toStrictEqual(['alice', 'bob']);
+    await users.change((data) => addUser(data, 'carol', hash));
+    // A second start (or a command) finds users: the file is not read into the store again.
+    expect(await users.seedFrom(file)).toBe(0);
+    expect(Object.keys((await users.read()).data.users).sort()).toStrictEqual(['alice', 'bob', 'carol']);
+  });
+
+  it('loses neither of two changes to one user made from the same reading (compare-and-set, then read again)', async () => {
+    const store = await openStore();
+    const users = usersOf(store);
+    await users.change((data) => changeRole(addUser(data, 'alice', hash), 'alice', 'reader', true));
+    // Another host changes alice between this change's read and its write.
+    let attempts = 0;
+    const racing: UserRecords = {
+      all: () => store.users!.all(),
+      onUsersChanged: (listener) => store.users!.onUsersChanged(listener),
+      change: async (changes) => {
+        attempts += 1;
+        if (attempts === 1) await usersOf(store).change((data) => changeRole(data, 'alice', 'writer', true));
+        return store.users!.change(changes);
+      },
+    };
+    const raced = new StoreUsers({ records: racing, onFeedResumed: () => () => {}, logger: silent });
+    await raced.change((data) => changeRole(data, 'alice', 'auditor', true));
+    expect(attempts).toBe(2);
+    expect((await users.read()).data.users.alice!.roles).toStrictEqual(['auditor', 'reader', 'writer']);
+  });
+
+  it('tells every reader of a change, and the readers agree on its digest', async () => {
+    const [one, two] = [usersOf(await openStore()), usersOf(await openStore())];
+    const heard = new Promise<void>((resolve) => {
+      const stop = two.watch(async () => {
+        await stop();
+        resolve();
+      });
+    });
+    await one.change((data) => addUser(data, 'alice', hash));
+    await heard;
+    const [readOne, readTwo] = await Promise.all([one.read(), two.read()]);
+    expect(readTwo.data.users.alice?.id).toBe(readOne.data.users.alice!.id);
+    expect(readOne.digest).toBe(readTwo.digest);
+  });
+
+  it('leaves out only a user whose record does not read, naming the user and never the record', async () => {
+    const users = usersOf(await openStore(), logSink('info').logger);
+    const logs = logSink('info');
+    const watched = new StoreUsers({ records: (await openStore()).users!, onFeedResumed: () => () => {}, logger: logs.logger });
+    await users.change((data) => addUser(addUser(data, 'alice', hash), 'bob', hash));
+    // A hand edit in Redis: bob's hash cut short, something secret-looking beside it.
+    const bob = JSON.parse((await raw.hget(new Keyspace(prefix).users, 'bob'))!) as Record<string, unknown>;
+    await raw.hset(new Keyspace(prefix).users, 'bob', JSON.stringify({ ...bob, passwordHash: 'scrypt$cut-short-secret-value' }));
+    const { data } = await watched.read();
+    expect(Object.keys(data.users)).toStrictEqual(['alice']);
+    const warning = logs.entries().find((entry) => entry.username === 'bob');
+    expect(warning).toMatchObject({ level: 40, problems: [expect.stringMatching(/^users\.bob\.passwordHash: /)] });
+    expect(JSON.stringify(logs.entries())).not.toContain('cut-short-secret-value');
+  });
+});
