@@ -12,6 +12,9 @@
 import { once } from 'node:events';
 import { request, type IncomingMessage } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
+import { hashPassword } from '../../src/identity/passwords.js';
+import { addUser, setDisabled } from '../../src/identity/users-changes.js';
+import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 
 /** One round's figures, in milliseconds from the moment the revocation was sent. */
 export interface RevocationSample {
@@ -24,8 +27,8 @@ export interface RevocationSample {
 /** A session ready to be revoked: the token its stream is opened with, and how it is ended. */
 export interface PreparedSession {
   streamToken: string;
-  /** Sends the revocation; resolves with its HTTP status once answered. */
-  revoke(): Promise<number>;
+  /** Sends the revocation; resolves once it is answered (done), rejects when it failed. */
+  revoke(): Promise<void>;
   /** After the round (outside what is measured): ends what preparing it left open. */
   cleanUp?(): Promise<void>;
 }
@@ -65,18 +68,20 @@ async function openStream(url: string, token: string, deadlineMs: number): Promi
   const req = request(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' }, agent: false });
   req.on('error', () => {}); // a cut connection shows as an incomplete end below
   req.end();
-  const [res] = (await within('the stream to be answered', deadlineMs, once(req, 'response'))) as [IncomingMessage];
-  if (res.statusCode !== 200) {
-    req.destroy();
-    throw new Error(`the stream was refused: ${res.statusCode}`);
+  try {
+    const [res] = (await within('the stream to be answered', deadlineMs, once(req, 'response'))) as [IncomingMessage];
+    if (res.statusCode !== 200) throw new Error(`the stream was refused: ${res.statusCode}`);
+    const ended = new Promise<boolean>((resolve) => {
+      res.once('end', () => resolve(res.complete));
+      res.once('close', () => resolve(res.complete));
+    });
+    await within('the stream to deliver its first event', deadlineMs, once(res, 'data'));
+    res.resume();
+    return { ended, destroy: () => req.destroy() };
+  } catch (error) {
+    req.destroy(); // nothing is left open by a round that failed
+    throw error;
   }
-  const ended = new Promise<boolean>((resolve) => {
-    res.once('end', () => resolve(res.complete));
-    res.once('close', () => resolve(res.complete));
-  });
-  await within('the stream to deliver its first event', deadlineMs, once(res, 'data'));
-  res.resume();
-  return { ended, destroy: () => req.destroy() };
 }
 
 /** Measures `rounds` revocations, one after the other; throws on a round that fails or exceeds its bound. */
@@ -88,10 +93,7 @@ export async function measureRevocations(run: RevocationRun): Promise<Revocation
     const stream = await openStream(run.streamUrl, session.streamToken, deadlineMs);
     try {
       const sent = performance.now();
-      const answered = session.revoke().then((status) => {
-        if (status !== 204) throw new Error(`the revocation was answered ${status}`);
-        return performance.now() - sent;
-      });
+      const answered = session.revoke().then(() => performance.now() - sent);
       const ended = stream.ended.then((complete) => {
         if (!complete) throw new Error('the stream was cut, not ended');
         return performance.now() - sent;
@@ -134,7 +136,10 @@ async function logIn(base: string, username: string, secret: string, deadlineMs:
 export function byLogout(base: string, username: string, password: string, deadlineMs = DEFAULT_DEADLINE_MS): () => Promise<PreparedSession> {
   return async () => {
     const tokens = await logIn(base, username, password, deadlineMs);
-    const logout = async () => (await postJson(`${base}/api/v1/auth/logout`, {}, { authorization: `Bearer ${tokens.access_token}` }, deadlineMs)).status;
+    const logout = async () => {
+      const { status } = await postJson(`${base}/api/v1/auth/logout`, {}, { authorization: `Bearer ${tokens.access_token}` }, deadlineMs);
+      if (status !== 204) throw new Error(`logout answered ${status}`);
+    };
     return { streamToken: tokens.refresh_token, revoke: logout };
   };
 }
@@ -159,10 +164,76 @@ export function byApiKeyRevocation(base: string, username: string, password: str
         signal: AbortSignal.timeout(deadlineMs),
       });
       await response.arrayBuffer();
-      return response.status;
+      if (response.status !== 204) throw new Error(`the key's revocation answered ${response.status}`);
     };
     // The owner's own session is not what is measured; it goes once the key has.
     const cleanUp = async () => void (await postJson(`${base}/api/v1/auth/logout`, {}, ownerBearer, deadlineMs));
     return { streamToken: byKey.access_token, revoke, cleanUp };
+  };
+}
+
+/** How often each instance reads the users file's stats (src/identity/users-source.ts). */
+const USERS_FILE_POLL_MS = 500;
+
+/** Cheap scrypt for the users made here: what is measured is the session's end, not a login. */
+const CHEAP_HASH = { logN: 10, r: 8, p: 1 };
+
+/**
+ * Adds `count` users with `password` to the users file every instance
+ * watches, and resolves once each of `bases` lets the first of them log in
+ * (each instance reads the file at its own poll); their names, in order.
+ */
+export async function addUsers(
+  usersFile: string,
+  prefix: string,
+  count: number,
+  password: string,
+  bases: string[],
+  deadlineMs = DEFAULT_DEADLINE_MS,
+): Promise<string[]> {
+  const usernames = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+  const passwordHash = await hashPassword(password, CHEAP_HASH);
+  let data = await readUsersFile(usersFile);
+  for (const username of usernames) data = addUser(data, username, passwordHash);
+  await writeUsersFile(usersFile, data);
+  for (const base of bases) {
+    // A handful of refusals at most (the file is polled twice a second), well under the login throttle's free failures.
+    const until = performance.now() + deadlineMs;
+    let tokens: TokenSet | undefined;
+    while (tokens === undefined) {
+      const { status, json } = await postJson(`${base}/api/v1/auth/login`, { username: usernames[0], password }, {}, deadlineMs);
+      if (status === 200) tokens = json as TokenSet;
+      else if (performance.now() > until) throw new Error(`${base} did not read the new users within ${deadlineMs} ms`);
+      else await delay(250);
+    }
+    await postJson(`${base}/api/v1/auth/logout`, {}, { authorization: `Bearer ${tokens.access_token}` }, deadlineMs);
+  }
+  return usernames;
+}
+
+/**
+ * Sessions ended by their user's being disabled in the users file (what
+ * `gatehouse users disable` writes): one user of `usernames` per round,
+ * logged in on `base`; the revocation is the file's write, and the instances
+ * hear of it when they next poll the file.
+ */
+export function byUserDisabled(
+  base: string,
+  usersFile: string,
+  usernames: string[],
+  password: string,
+  deadlineMs = DEFAULT_DEADLINE_MS,
+): () => Promise<PreparedSession> {
+  const left = [...usernames];
+  return async () => {
+    const username = left.shift();
+    if (username === undefined) throw new Error('no user left to disable');
+    const tokens = await logIn(base, username, password, deadlineMs);
+    // Rounds follow each other at the pace of the poll that ends them: without
+    // a pause of a random part of its interval, every write would fall just
+    // after a poll and wait nearly a whole interval, never a typical share of one.
+    await delay(Math.random() * USERS_FILE_POLL_MS);
+    const disable = async () => writeUsersFile(usersFile, setDisabled(await readUsersFile(usersFile), username, true));
+    return { streamToken: tokens.refresh_token, revoke: disable };
   };
 }
