@@ -21,7 +21,7 @@ import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/e
 import type { Metrics } from '../observability/metrics.js';
 import { bearerToken, usesDpopScheme } from './bearer.js';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { dpopChallenge, DpopProofError, type DpopProofCheck } from '../dpop/proof-check.js';
+import { dpopChallenge, DpopNonceError, DpopProofError, type DpopProofCheck } from '../dpop/proof-check.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { Store } from '../store/store.js';
@@ -51,6 +51,8 @@ interface CommonOptions {
 export type BearerAuthenticatorOptions = CommonOptions & ({ verifier: TokenVerifier } | { check: TokenCheck });
 
 type Incrementer = { inc(): void };
+/** The RFC 9449 7.1 error a DPoP refusal names in its challenge. */
+type DpopRefusal = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
 const NO_COUNT: Incrementer = { inc() {} };
 
 export { SESSION_ENDED };
@@ -159,6 +161,7 @@ export class BearerAuthenticator {
       await this.#dpop.check(req, { accessToken: token, jkt });
     } catch (error) {
       if (!(error instanceof DpopProofError)) throw error; // the replay memory could not be asked: 503, never open
+      if (error instanceof DpopNonceError) throw this.#refused(error.reason, principal, error, 'use_dpop_nonce', error.nonce);
       throw this.#refused(error.reason, principal, error, 'invalid_dpop_proof');
     }
     return principal;
@@ -262,16 +265,17 @@ export class BearerAuthenticator {
 
   /**
    * A 401 with its challenge; the reason goes to the debug log, the token never does.
-   * `dpop`: refused for DPoP's sake, so the challenge is RFC 9449's (7.1), with the algorithms a proof may use.
+   * `dpop`: refused for DPoP's sake, so the challenge is RFC 9449's (7.1), with the algorithms a proof may use;
+   * `nonce`: the server nonce the next proof must carry (RFC 9449 9, `DPoP-Nonce`).
    */
-  #refused(reason: string, who?: Pick<Principal, 'sid' | 'sub'>, cause?: unknown, dpop?: 'invalid_token' | 'invalid_dpop_proof'): GatehouseError {
+  #refused(reason: string, who?: Pick<Principal, 'sid' | 'sub'>, cause?: unknown, dpop?: DpopRefusal, nonce?: string): GatehouseError {
     // Reasons are the verifier's, the proof check's and this module's fixed texts: a bounded label.
     this.#metrics?.authRefusals.inc({ reason });
     this.#logger.debug({ event: 'bearer_refused', reason, ...(who && { sid: who.sid, sub: who.sub }) }, 'bearer token refused');
     const challenge = dpop === undefined ? bearerChallenge(reason) : dpopChallenge(dpop, reason, this.#dpop?.algorithms ?? []);
-    return gatehouseError(dpop === 'invalid_dpop_proof' ? 'invalid_dpop_proof' : 'invalid_bearer_token', {
+    return gatehouseError(dpop === undefined || dpop === 'invalid_token' ? 'invalid_bearer_token' : dpop, {
       reason,
-      headers: { 'www-authenticate': challenge },
+      headers: { 'www-authenticate': challenge, ...(nonce !== undefined && { 'dpop-nonce': nonce }) },
       ...(cause !== undefined && { cause }),
     });
   }

@@ -5,7 +5,7 @@
 // (400 `dpop_proof_refused`), so it costs no password hash.
 import type { IncomingMessage } from 'node:http';
 import { gatehouseError } from '../core/errors.js';
-import { DpopProofCheck, DpopProofError } from '../dpop/proof-check.js';
+import { DpopNonceError, DpopProofCheck, DpopProofError } from '../dpop/proof-check.js';
 import type { AttemptContext } from './login-guard.js';
 
 export interface TokenRequestProofs {
@@ -21,6 +21,8 @@ export async function withTokenRequestProof(req: IncomingMessage, context: Attem
     return { ...context, dpopThumbprint: await proofs.check.check(req) };
   } catch (error) {
     if (!(error instanceof DpopProofError)) throw error; // the replay memory could not be asked: 503
+    // RFC 9449 8: the error names the nonce to use next, in DPoP-Nonce.
+    if (error instanceof DpopNonceError) throw gatehouseError('dpop_nonce_required', { reason: error.reason, headers: { 'dpop-nonce': error.nonce } });
     throw gatehouseError('dpop_proof_refused', { reason: error.reason, cause: error });
   }
 }

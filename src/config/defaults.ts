@@ -35,8 +35,6 @@ export const DEFAULT_AUDIENCE = 'gatehouse';
 export const DEFAULT_ACCESS_TOKEN_TTL_S = 60;
 /** Spec 5.5: the sample login response shows 86400 seconds. */
 export const DEFAULT_REFRESH_TOKEN_TTL_S = 86_400;
-/** With `identity.usersIn: store`: how often each instance reads the users again whatever it heard (the safety net for a lost announcement). */
-export const DEFAULT_USERS_REREAD_S = 15;
 /** Chosen by `npm run bench -- tokens`; see the README's token section. */
 export const DEFAULT_SIGNING_ALGORITHM = 'EdDSA';
 export const DEFAULT_CLOCK_TOLERANCE_S = 5;
@@ -45,6 +43,8 @@ export const DEFAULT_TOKEN_CACHE_MAX_ENTRIES = 100_000;
 export const DEFAULT_DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'PS256', 'RS256'] as const;
 /** How far a DPoP proof's `iat` may be from now, either way; its `jti` is remembered as long. */
 export const DEFAULT_DPOP_PROOF_WINDOW_S = 60;
+/** How long one DPoP server nonce is handed out (RFC 9449 8); the previous one is accepted as long again. */
+export const DEFAULT_DPOP_NONCE_ROTATE_S = 300;
 
 /**
  * One scrypt per core but one: a hash keeps a core busy for its whole run, so

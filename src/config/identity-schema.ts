@@ -13,21 +13,6 @@ export const LocalIdentitySchema = z.strictObject({
   usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
-  /**
-   * Where the users live. `file`: the users file is the source (one
-   * instance, or instances sharing that file). `store`: in Redis (needs
-   * `store.url`), so `gatehouse users …` and `apikeys …` run from any host
-   * reach every instance at once; the users file only seeds an empty store at
-   * first start (`gatehouse users import` and `export` move users between the
-   * two). See docs/operations/scaling.md.
-   */
-  usersIn: z.enum(['file', 'store']).default('file'),
-  /**
-   * With `usersIn: store`: how often each instance reads the users again
-   * whatever it heard. Changes reach every instance at once through the
-   * store's announcements; this catches one an instance missed.
-   */
-  usersRereadS: positiveInt.default(d.DEFAULT_USERS_REREAD_S),
 });
 
 /**
@@ -124,6 +109,15 @@ export const DpopSchema = z.strictObject({
    * proof can be used twice while it could still be accepted.
    */
   proofWindowS: z.number().int().min(1).max(600).default(d.DEFAULT_DPOP_PROOF_WINDOW_S),
+  /**
+   * Server nonces (RFC 9449 8): every proof must carry the nonce the gateway
+   * hands out in `DPoP-Nonce` (the current one or the one before), so a proof
+   * signed ahead of time goes stale. A proof without it is refused with
+   * `use_dpop_nonce` and the nonce to use; clients such as openid-client retry with it.
+   */
+  requireNonce: z.boolean().default(false),
+  /** How long one nonce is handed out before the next; shared by every instance through the store. */
+  nonceRotateS: z.number().int().min(10).max(3600).default(d.DEFAULT_DPOP_NONCE_ROTATE_S),
 });
 
 /** The tokens Gatehouse signs, the key set it signs them with, and how bearer tokens are checked. */

@@ -31,6 +31,9 @@ export const ERRORS = {
   invalid_bearer_token: { status: 401, message: LOGIN_AGAIN, oauthError: 'invalid_token', reason: 'invalid bearer token' },
   // RFC 9449: a DPoP proof refused where a resource was asked for (401, with the DPoP challenge) or tokens were (400, as at a token endpoint).
   invalid_dpop_proof: { status: 401, message: 'The proof of possession sent with the token is not valid. Please sign a new one and retry.', oauthError: 'invalid_dpop_proof', reason: 'invalid DPoP proof' },
+  // RFC 9449 8: the proof lacks the server's current nonce; DPoP-Nonce names it (401 at a resource, 400 at a token request).
+  use_dpop_nonce: { status: 401, message: 'The proof of possession needs the server nonce. Please sign a new one with it and retry.', oauthError: 'use_dpop_nonce', reason: 'the DPoP proof needs the server nonce' },
+  dpop_nonce_required: { status: 400, message: 'The proof of possession needs the server nonce. Please sign a new one with it and retry.', oauthError: 'use_dpop_nonce', reason: 'the DPoP proof needs the server nonce' },
   dpop_proof_refused: { status: 400, message: 'The proof of possession sent with the request is not valid. Please sign a new one and retry.', oauthError: 'invalid_dpop_proof', reason: 'invalid DPoP proof' },
   insufficient_scope: { status: 403, message: 'You are not allowed to do this. Ask for the access you need.', oauthError: 'insufficient_scope', reason: 'the token does not grant this' },
   route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },

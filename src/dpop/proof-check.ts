@@ -16,6 +16,7 @@ import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, 
 import type { ClientAddress } from '../http/client-address.js';
 import type { Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
+import type { DpopNonces } from './nonces.js';
 import { comparableUrl, requestUrl } from './request-url.js';
 
 export interface DpopProofCheckOptions {
@@ -26,6 +27,8 @@ export interface DpopProofCheckOptions {
   store: Pick<Store, 'rememberDpopProof'>;
   /** Whose X-Forwarded-Proto and -Host are believed (`server.trustedProxies`). */
   clientAddress: Pick<ClientAddress, 'trustsPeer'>;
+  /** Server nonces (`tokens.dpop.requireNonce`): absent, proofs need none. */
+  nonces?: DpopNonces;
   /** Epoch milliseconds; for tests of the window. */
   now?: () => number;
 }
@@ -49,6 +52,14 @@ export class DpopProofError extends Error {
   }
 }
 
+/** A proof without the server's current nonce (RFC 9449 8): refused with the nonce to use (`DPoP-Nonce`). */
+export class DpopNonceError extends DpopProofError {
+  constructor(readonly nonce: string) {
+    super('the DPoP proof needs the server nonce');
+    this.name = 'DpopNonceError';
+  }
+}
+
 /** Far above any proof an honest client makes (an RSA-4096 key and signature fit in 2 KiB); refused before any parsing. */
 export const MAX_PROOF_LENGTH = 4096;
 const MAX_JTI_LENGTH = 256;
@@ -61,8 +72,10 @@ export class DpopProofCheck {
   readonly #store: Pick<Store, 'rememberDpopProof'>;
   readonly #clientAddress: Pick<ClientAddress, 'trustsPeer'>;
   readonly #now: () => number;
+  readonly #nonces: DpopNonces | undefined;
 
   constructor(options: DpopProofCheckOptions) {
+    this.#nonces = options.nonces;
     this.algorithms = [...options.algorithms];
     this.#window = options.proofWindowS;
     this.#store = options.store;
@@ -95,6 +108,8 @@ export class DpopProofCheck {
       throw new DpopProofError('the DPoP proof does not verify with its own key', { cause: error });
     }
     const jti = this.#claims(payload, req, expect);
+    // Before the jti is spent: the client signs a new proof with the nonce anyway.
+    if (this.#nonces !== undefined && !(await this.#nonces.accepts(payload.nonce))) throw new DpopNonceError(await this.#nonces.current());
     const jkt = await calculateJwkThumbprint(jwk, 'sha256');
     if (expect.jkt !== undefined && jkt !== expect.jkt) throw new DpopProofError('the DPoP proof is signed with another key than the token is bound to');
     await this.#remember(jkt, jti);
@@ -148,6 +163,6 @@ export class DpopProofCheck {
 }
 
 /** RFC 9449 7.1: the challenge of a 401 that a DPoP-bound token, or a proof, caused. */
-export function dpopChallenge(error: 'invalid_token' | 'invalid_dpop_proof', description: string, algorithms: readonly string[]): string {
+export function dpopChallenge(error: 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce', description: string, algorithms: readonly string[]): string {
   return `DPoP error="${error}", error_description="${description.replace(/["\\]/g, '')}", algs="${algorithms.join(' ')}"`;
 }

@@ -33,6 +33,11 @@ export class Keyspace {
     return `${this.prefix}logout-token:{${id}}`;
   }
 
+  /** The DPoP server nonce of one time epoch, written once by the first instance that needs it. */
+  dpopNonce(epoch: number): string {
+    return `${this.prefix}dpop-nonce:${epoch}`;
+  }
+
   /** A DPoP proof's `jti` seen by any instance, kept as long as a proof with it could still be accepted (RFC 9449 11.1). */
   dpopProof(jti: string): string {
     return `${this.prefix}dpop-jti:{${jti}}`;

@@ -41,6 +41,8 @@ export class MemoryStore implements Store {
    * are the first to leave the acceptance window anyway.
    */
   private readonly dpopProofs: LRUCache<string, number>;
+  /** DPoP server nonces by epoch, until when they are kept. */
+  private readonly dpopNonces = new Map<number, { value: string; untilMs: number }>();
   private readonly maxSessionsPerUser: number;
   private readonly maxSessions: number;
   private readonly maxRequests: number;
@@ -219,6 +221,16 @@ export class MemoryStore implements Store {
     if ((this.dpopProofs.get(jti) ?? 0) > now) return false;
     this.dpopProofs.set(jti, now + ttlMs);
     return true;
+  }
+
+  async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
+    const now = Date.now();
+    const held = this.dpopNonces.get(epoch);
+    if (held !== undefined && held.untilMs > now) return held.value;
+    this.dpopNonces.set(epoch, { value: candidate, untilMs: now + ttlMs });
+    // A few epochs at most are ever asked for: the oldest go.
+    for (const old of this.dpopNonces.keys()) if (this.dpopNonces.size > 8) this.dpopNonces.delete(old);
+    return candidate;
   }
 
   async close(): Promise<void> {

@@ -177,6 +177,13 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.set(this.keys.dpopProof(jti), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
   }
 
+  async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
+    const key = this.keys.dpopNonce(epoch);
+    // The first writer's value wins; everyone, the writer included, reads the winner's.
+    await this.run(() => this.client.set(key, candidate, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'));
+    return (await this.run(() => this.client.get(key))) ?? candidate;
+  }
+
   onSessionRevoked(listener: RevocationListener): () => void {
     return this.feed.revocations.add(listener);
   }

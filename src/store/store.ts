@@ -130,6 +130,12 @@ export interface Store {
    * in-memory store remembers a bounded number (the oldest go first).
    */
   rememberDpopProof(jti: string, ttlMs: number): Promise<boolean>;
+  /**
+   * The DPoP server nonce (RFC 9449 8) of a time epoch, the same on every
+   * instance: `candidate` when this is the first call for the epoch (kept for
+   * `ttlMs`), otherwise the value the first caller stored.
+   */
+  shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string>;
 
   /**
    * Called when the feed of revocations from other instances was interrupted

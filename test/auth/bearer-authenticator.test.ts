@@ -97,6 +97,9 @@ class CountingStore implements Store {
   rememberDpopProof(id: string, ttlMs: number): Promise<boolean> {
     return this.#inner.rememberDpopProof(id, ttlMs);
   }
+  shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
+    return this.#inner.shareDpopNonce(epoch, candidate, ttlMs);
+  }
 
   onRevocationFeedResumed(listener: () => void): () => void {
     const offInner = this.#inner.onRevocationFeedResumed(listener);

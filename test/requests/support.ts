@@ -115,6 +115,10 @@ export class TestStore implements Store {
     this.#check();
     return this.inner.rememberDpopProof(id, ttlMs);
   }
+  async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
+    this.#check();
+    return this.inner.shareDpopNonce(epoch, candidate, ttlMs);
+  }
   revocationFeedInterrupted(): boolean {
     return this.inner.revocationFeedInterrupted?.() === true;
   }

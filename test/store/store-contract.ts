@@ -337,6 +337,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     }
 
+    describe('DPoP server nonces', () => {
+      it("keeps the first candidate of an epoch: later calls, a peer's too, get that one", async () => {
+        const { store, peer } = subject;
+        expect(await store.shareDpopNonce(7, 'first', 60_000)).toBe('first');
+        expect(await store.shareDpopNonce(7, 'second', 60_000)).toBe('first');
+        expect(await store.shareDpopNonce(8, 'next', 60_000)).toBe('next');
+        if (peer) expect(await peer.shareDpopNonce(7, 'peer', 60_000)).toBe('first');
+      });
+
+      it('lets one of concurrent candidates win, and every caller gets it', async () => {
+        const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => subject.store.shareDpopNonce(9, `candidate-${i}`, 60_000)));
+        expect(new Set(answers).size).toBe(1);
+      });
+    });
+
     it('answers ping', async () => {
       await expect(subject.store.ping()).resolves.toBeUndefined();
     });

@@ -40,7 +40,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
     clockToleranceS: 5,
     clients: [],
     cacheMaxEntries: 100,
-    dpop: { policy: 'optional', algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'], proofWindowS: 60 },
+    dpop: { policy: 'optional', algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'], proofWindowS: 60, requireNonce: false, nonceRotateS: 300 },
     ...overrides,
   };
 }
