@@ -14,10 +14,12 @@ import { join } from 'node:path';
 import { request as httpsRequest } from 'node:https';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { WebSocket } from 'ws';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { h2Request, h2Session } from '../helpers/h2-client.js';
 import { makeTlsPair, type TlsPair } from '../helpers/tls-pair.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import { roundTrip, startWsUpstream, type WsUpstream } from '../helpers/ws.js';
 import { reportStatus, SERVICE_TOKEN } from '../requests/support.js';
 
 const run = promisify(execFile);
@@ -64,6 +66,7 @@ describe('the public listener over TLS with HTTP/2', () => {
   let dir: string;
   let pair: TlsPair;
   let up: Upstream;
+  let wsUp: WsUpstream;
   let gw: TestGateway;
   let session: ClientHttp2Session;
   let token: string;
@@ -73,6 +76,7 @@ describe('the public listener over TLS with HTTP/2', () => {
     dir = mkdtempSync(join(tmpdir(), 'gatehouse-tls-'));
     pair = makeTlsPair(dir, 'gateway', 0x1001);
     up = await startUpstream(upstreamHandler(jobs));
+    wsUp = await startWsUpstream();
     gw = await startTestGateway({
       config: {
         server: {
@@ -84,6 +88,7 @@ describe('the public listener over TLS with HTTP/2', () => {
           { name: 'api', prefix: '/api/things', upstreams: [up.url], cors: { allowedOrigins: ['https://app.example'] } },
           { name: 'duplex', prefix: '/duplex', upstreams: [up.url], auth: 'none' },
           { name: 'jobs', prefix: '/jobs', upstreams: [up.url] },
+          { name: 'ws', prefix: '/ws', upstreams: [wsUp.url] },
           { name: 'small', prefix: '/small', upstreams: [up.url], auth: 'none', bodyLimitBytes: 16 },
           { name: 'slow', prefix: '/slow', upstreams: [up.url], auth: 'none', requestDeadlineMs: 300, minBodyBytesPerS: 0 },
         ],
@@ -102,6 +107,7 @@ describe('the public listener over TLS with HTTP/2', () => {
     session?.destroy();
     await gw?.close();
     await up?.close();
+    await wsUp?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -233,6 +239,18 @@ describe('the public listener over TLS with HTTP/2', () => {
       req.end();
     });
     expect(answer).toEqual({ status: 200, version: '1.1', hsts: 'max-age=63072000' });
+  });
+
+  it('tunnels a WebSocket through the TLS listener on an HTTP/1.1 upgrade (wss://), with the bearer check', async () => {
+    const ws = new WebSocket(`${gw.url.replace('https://', 'wss://')}/ws/chat`, {
+      ca: pair.cert,
+      servername: 'localhost',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await once(ws, 'open');
+    expect(await roundTrip(ws, 'over tls')).toBe('over tls');
+    ws.close();
+    await once(ws, 'close');
   });
 
   it('answers curl --http2: a proxied GET over h2', async () => {
