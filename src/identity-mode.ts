@@ -16,6 +16,7 @@ import { compileClientAddress } from './http/client-address.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider } from './identity/local-provider.js';
 import type { PasswordCheckOptions } from './identity/password-check-options.js';
+import { openStoreUsers } from './identity/store-users.js';
 import type { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
 import type { Metrics } from './observability/metrics.js';
@@ -27,6 +28,7 @@ import { ProviderTokenCheck } from './oidc/provider-token-check.js';
 import { SessionRoles } from './oidc/session-roles.js';
 import type { Store } from './store/store.js';
 import { TokenIssuer } from './tokens/issuer.js';
+import { SharedKeySet } from './tokens/shared-keyset.js';
 import type { KeySet } from './tokens/keyset.js';
 import { TokenVerifier } from './tokens/verifier.js';
 
@@ -104,7 +106,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     };
   }
 
-  const users = await LocalIdentityProvider.open(settings, logger, deps.passwords);
+  const users = await openLocalUsers(settings, deps);
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
@@ -130,4 +132,21 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       await users.close();
     },
   };
+}
+
+/**
+ * Gatehouse's own users: the users file, or the store (`identity.usersIn`).
+ * In the store, each instance tells its peers the digest of the users it
+ * holds now (not of its copy of the file, which only seeded the store), so a
+ * view that missed a change is seen (observability/peer-agreement.ts).
+ */
+async function openLocalUsers(settings: Extract<Config['identity'], { provider: 'local' }>, deps: IdentityModeDeps): Promise<LocalIdentityProvider> {
+  if (settings.usersIn !== 'store') return LocalIdentityProvider.open(settings, deps.logger, deps.passwords);
+  const source = await openStoreUsers(deps.store, settings.usersFile, deps.logger, settings.usersRereadS * 1000);
+  const users = await LocalIdentityProvider.open(settings, deps.logger, deps.passwords, source);
+  if (deps.keys instanceof SharedKeySet) {
+    deps.keys.useUsersDigest(async () => users.viewDigest());
+    await deps.keys.heartbeatNow();
+  }
+  return users;
 }

@@ -35,6 +35,8 @@ export const DEFAULT_AUDIENCE = 'gatehouse';
 export const DEFAULT_ACCESS_TOKEN_TTL_S = 60;
 /** Spec 5.5: the sample login response shows 86400 seconds. */
 export const DEFAULT_REFRESH_TOKEN_TTL_S = 86_400;
+/** With `identity.usersIn: store`: how often each instance reads the users again whatever it heard (the safety net for a lost announcement). */
+export const DEFAULT_USERS_REREAD_S = 15;
 /** Chosen by `npm run bench -- tokens`; see the README's token section. */
 export const DEFAULT_SIGNING_ALGORITHM = 'EdDSA';
 export const DEFAULT_CLOCK_TOLERANCE_S = 5;

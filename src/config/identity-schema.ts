@@ -13,6 +13,21 @@ export const LocalIdentitySchema = z.strictObject({
   usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
+  /**
+   * Where the users live. `file`: the users file is the source (one
+   * instance, or instances sharing that file). `store`: in Redis (needs
+   * `store.url`), so `gatehouse users …` and `apikeys …` run from any host
+   * reach every instance at once; the users file only seeds an empty store at
+   * first start (`gatehouse users import` and `export` move users between the
+   * two). See docs/operations/scaling.md.
+   */
+  usersIn: z.enum(['file', 'store']).default('file'),
+  /**
+   * With `usersIn: store`: how often each instance reads the users again
+   * whatever it heard. Changes reach every instance at once through the
+   * store's announcements; this catches one an instance missed.
+   */
+  usersRereadS: positiveInt.default(d.DEFAULT_USERS_REREAD_S),
 });
 
 /**
