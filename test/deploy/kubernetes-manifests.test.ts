@@ -125,7 +125,7 @@ describe('deploy/kubernetes', () => {
     expect(podSpec().terminationGracePeriodSeconds).toBeGreaterThan(pauseS + config.server.shutdownGraceS);
   });
 
-  it("keeps each pod's keys file and journal on a writable volume of its own, and reads the users file from the one Secret", () => {
+  it("keeps each pod's keys file and journal on a writable volume of its own, the users in Redis, and their seed in the one Secret", () => {
     for (const file of [config.tokens.keysFile!, join(config.requests.journalDir, 'x')]) {
       const { volume, mount } = volumeHolding(file);
       expect(volume.emptyDir, file).toBeDefined();
@@ -133,6 +133,9 @@ describe('deploy/kubernetes', () => {
     }
     const identity = config.identity;
     expect(identity.provider).toBe('local');
+    // A `users disable` in one pod reaches every pod at once only when the users are in the store.
+    expect(identity.provider === 'local' && identity.usersIn).toBe('store');
+    expect(config.store.url).toMatch(/^redis-sentinel:/);
     const usersFile = identity.provider === 'local' ? identity.usersFile : '';
     const { volume, mount, inside } = volumeHolding(usersFile);
     expect(mount.readOnly).toBe(true);
