@@ -27,8 +27,10 @@ import { publicListener } from './server/public-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
-import { AbuseGuard } from './limits/abuse-guard.js';
-import { FairWorkQueue } from './limits/fair-work-queue.js';
+import type { AbuseGuard } from './limits/abuse-guard.js';
+import type { FairWorkQueue } from './limits/fair-work-queue.js';
+import { floodDefences } from './limits/flood-defences.js';
+import type { LoadShedder } from './limits/load-shedder.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
 import { createLogger } from './observability/logger.js';
@@ -90,6 +92,8 @@ export interface Gateway {
   readonly passwordHashing: FairWorkQueue;
   /** What is remembered of addresses that keep sending refused work (limits/abuse-guard.ts). */
   readonly abuse: AbuseGuard;
+  /** Load shedding on event-loop delay (limits/load-shedder.ts). */
+  readonly load: LoadShedder;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
@@ -111,9 +115,8 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const ownStore = !options.store;
   const metrics = new Metrics({ version: GATEHOUSE_VERSION });
   const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
-  // Addresses that keep sending refused work: their logins wait behind clean addresses', floods are refused at the head.
-  const abuse = new AbuseGuard();
-  const passwordHashing = new FairWorkQueue(config.limits.passwordHashing, (address) => abuse.laneOf(address));
+  // Addresses that keep sending refused work (their logins wait behind clean addresses'), the hashing queue, load shedding on loop delay.
+  const { abuse, passwordHashing, load, close: closeFloodDefences } = floodDefences(config.limits, metrics);
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   let userKeys: ApiKeyDirectory | undefined = storeKeys;
@@ -189,16 +192,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const websockets = new WebSocketProxy({ admission, holdings, headers, clientAddress, logger, lookup, telemetry });
   let gatewayCors = config.cors;
   const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
-  const front = new FrontDoor({ abuse, hashing: passwordHashing, bearer, clientAddress, hashingRetryAfterS: config.limits.passwordHashing.retryAfterS });
+  const front = new FrontDoor({ abuse, passwordHashing, load, bearer, clientAddress, metrics });
   const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors, front);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,
     refusedConnections: () => refusedConnections(app.server),
-  });
-  passwordHashing.on('refused', (address) => {
-    metrics.throttled.inc({ limit: 'password_hashing' });
-    abuse.strike(address);
   });
   app.server.on('upgrade', websockets.handleUpgrade);
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
@@ -244,6 +243,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     requests,
     identityReady: mode.ready,
     agreement: agreement && (() => agreement.state()),
+    load: () => load.state,
   });
 
   return {
@@ -259,6 +259,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     metrics,
     passwordHashing,
     abuse,
+    load,
     requests,
     async reloadRoutes() {
       return reloader?.reload() ?? false;
@@ -284,7 +285,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       await admin?.close();
       holdings.close();
       reconciler.close();
-      abuse.close();
+      closeFloodDefences();
       // Before the store closes: the outbox gets its last chance to be written.
       await requests.close();
       engine.close();

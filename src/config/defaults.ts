@@ -66,6 +66,35 @@ export const DEFAULT_PASSWORD_HASHING_MAX_QUEUE = 32;
 export const DEFAULT_PASSWORD_HASHING_MAX_QUEUE_PER_ADDRESS = 4;
 export const DEFAULT_PASSWORD_HASHING_RETRY_AFTER_S = 1;
 
+/**
+ * The memory of refused work per address (limits/abuse-guard.ts). 200
+ * refusals in 10 s (20 a second, sustained) is far beyond a person mistyping
+ * or a client with an expired token (which stops at its first 401 and
+ * refreshes), and beyond the login throttle's own per-address count (50
+ * failures); a flood reaches it within a second. A held refusal is answered
+ * after 1 s, the Retry-After of the hashing queue's own refusals.
+ */
+export const DEFAULT_ABUSE_SUSPECT_AFTER_STRIKES = 3;
+export const DEFAULT_ABUSE_HOLD_AFTER_STRIKES = 20;
+export const DEFAULT_ABUSE_REFUSE_AFTER_STRIKES = 200;
+export const DEFAULT_ABUSE_STRIKE_WINDOW_MS = 10_000;
+export const DEFAULT_ABUSE_REFUSE_FOR_MS = 30_000;
+export const DEFAULT_ABUSE_HOLD_MS = 1_000;
+export const DEFAULT_ABUSE_MAX_HELD = 4_096;
+export const DEFAULT_ABUSE_MAX_ADDRESSES = 65_536;
+export const DEFAULT_ABUSE_TRUST_FOR_S = 24 * 3_600;
+
+/**
+ * Load shedding on event-loop delay (limits/load-shedder.ts). A cached-token
+ * request costs well under a millisecond of loop time: a loop 50 ms late on a
+ * tenth of its turns is queueing work, and at 1 s it answers nothing in time.
+ */
+export const DEFAULT_LOAD_SHEDDING_SAMPLE_INTERVAL_MS = 500;
+export const DEFAULT_SHED_UNAUTHENTICATED_AT_DELAY_MS = 50;
+export const DEFAULT_SHED_ALL_AT_DELAY_MS = 1_000;
+export const DEFAULT_LOAD_SHEDDING_COOL_DOWN_MS = 2_000;
+export const DEFAULT_LOAD_SHEDDING_RETRY_AFTER_S = 1;
+
 export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_UPSTREAM_RESPONSE_TIMEOUT_MS = 30_000;
 export const DEFAULT_TARGET_DOWN_MS = 5_000;

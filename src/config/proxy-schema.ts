@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import * as d from './defaults.js';
+import { AbuseLimitsSchema, LoadSheddingSchema } from './flood-schema.js';
 import { headerName, httpUrl, positiveInt, withoutIssues } from './schema-primitives.js';
 import { ProxyUpstreamTlsSchema } from './upstream-schema.js';
 
@@ -143,6 +144,8 @@ export const LimitsSchema = z.strictObject({
   memoryMaxRequests: positiveInt.default(d.DEFAULT_MEMORY_MAX_REQUESTS),
   passwordHashing: PasswordHashingSchema.prefault({}),
   login: LoginLimitsSchema.prefault({}),
+  abuse: AbuseLimitsSchema.prefault({}),
+  loadShedding: LoadSheddingSchema.prefault({}),
 });
 
 /**

@@ -58,6 +58,8 @@ export const ERRORS = {
   login_queue_full_for_address: { status: 429, message: 'Too many logins from this address are waiting. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'too many logins waiting from this address' },
   // …and every address together has as many waiting as the gateway takes.
   login_queue_full: { status: 503, message: 'The service is busy. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'too many logins waiting' },
+  // Load shedding (limits/load-shedder.ts): the event loop is late, and this request's work waits for a calmer moment (Retry-After).
+  overloaded: { status: 503, message: 'The service is busy. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is overloaded' },
   // A fronted OpenID Provider failed: never 401, the user's password is not the problem.
   identity_provider_unreachable: { status: 502, message: 'The identity provider cannot be reached. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider unreachable' },
   identity_provider_invalid_response: { status: 502, message: 'The identity provider answered unexpectedly. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider answered garbage' },

@@ -3,13 +3,13 @@
 // hashing queue turned away. Each refusal is a strike against the client
 // address, in memory only (a lookup, no store round trip).
 //
-// - An address with `suspectAfter` strikes in the window is a suspect: its
+// - An address with `suspectAfterStrikes` strikes in the window is a suspect: its
 //   password checks wait behind those of clean addresses (fair-work-queue.ts)
 //   and, when the suspects' queue is full, are refused from the request head.
-// - An address with `holdAfter` strikes gets the 401 of each bearer token a
+// - An address with `holdAfterStrikes` strikes gets the 401 of each bearer token a
 //   first check refuses late, after `holdMs` (a tarpit, as sshd delays a
 //   failed authentication).
-// - An address with `strikes` strikes in the window is refused at the head for
+// - An address with `refuseAfterStrikes` strikes in the window is refused at the head for
 //   `refuseForMs` (each refused request is a strike, so a flood that goes on
 //   stays refused), before its request is routed or its body parsed, except a
 //   request whose bearer token was verified before (the public listener asks
@@ -21,46 +21,15 @@
 //
 // A success (login, refresh) clears the address's record (a user who mistyped
 // is not a suspect) and puts its password checks in the first lane for
-// `trustForMs`: a real user's usual address goes ahead of a flood. Everything is bounded: `maxAddresses` records, oldest
-// dropped first. Requests from addresses with no record pay one Map lookup,
+// `trustForS`: a real user's usual address goes ahead of a flood. Everything
+// is bounded: `maxAddresses` records, oldest dropped first. The bounds are
+// config (`limits.abuse`, config/flood-schema.ts). Requests from addresses with no record pay one Map lookup,
 // and none at all while no address is refused.
 import { EventEmitter } from 'node:events';
+import type { Config } from '../config/schema.js';
 
-export interface AbuseGuardLimits {
-  /** Strikes in the window from which an address's password checks wait behind clean addresses'. */
-  suspectAfter: number;
-  /** Strikes in the window from which the 401s of an address's refused bearer tokens are held before they are answered. */
-  holdAfter: number;
-  /** Strikes in the window from which an address is refused at the head. */
-  strikes: number;
-  windowMs: number;
-  refuseForMs: number;
-  holdMs: number;
-  maxHeld: number;
-  maxAddresses: number;
-  /** How long a success puts an address's logins in the first lane. */
-  trustForMs: number;
-}
-
-/**
- * 200 refusals in 10 s (20 a second, sustained) is far beyond a person
- * mistyping or a client with an expired token (which stops at its first 401
- * and refreshes), and beyond the login throttle's own per-address count (50
- * failures, then 429s answered as before); a flood reaches it within a second.
- * A held refusal is answered after 1 s, the Retry-After of the hashing queue's
- * own refusals.
- */
-export const DEFAULT_ABUSE_LIMITS: AbuseGuardLimits = {
-  suspectAfter: 3,
-  holdAfter: 20,
-  strikes: 200,
-  windowMs: 10_000,
-  refuseForMs: 30_000,
-  holdMs: 1_000,
-  maxHeld: 4_096,
-  maxAddresses: 65_536,
-  trustForMs: 24 * 3_600_000,
-};
+/** `limits.abuse` (config/flood-schema.ts: each bound's meaning, and its default). */
+export type AbuseGuardLimits = Config['limits']['abuse'];
 
 /**
  * Never struck: the host itself (a reverse proxy on the same machine that is
@@ -92,7 +61,7 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
   #held = 0;
   readonly #sweep: NodeJS.Timeout;
 
-  constructor(limits: AbuseGuardLimits = DEFAULT_ABUSE_LIMITS, now: () => number = Date.now) {
+  constructor(limits: AbuseGuardLimits, now: () => number = Date.now) {
     super();
     this.#limits = limits;
     this.#now = now;
@@ -115,14 +84,14 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
     if (SPEAKS_FOR_MANY.has(address)) return;
     const now = this.#now();
     let record = this.#records.get(address);
-    if (record === undefined || now - record.windowStartMs >= this.#limits.windowMs) {
+    if (record === undefined || now - record.windowStartMs >= this.#limits.strikeWindowMs) {
       this.#records.delete(address);
       if (this.#records.size >= this.#limits.maxAddresses) this.#records.delete(this.#records.keys().next().value!);
       record = { windowStartMs: now, strikes: 0 };
       this.#records.set(address, record);
     }
     record.strikes += 1;
-    if (record.strikes >= this.#limits.strikes) this.#refuse(address, now);
+    if (record.strikes >= this.#limits.refuseAfterStrikes) this.#refuse(address, now);
   }
 
   /** A success from `address`: what it did before was not an attack, and its logins go first for a while. */
@@ -133,27 +102,27 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
     this.#succeeded.set(address, this.#now());
   }
 
-  /** The hashing-queue lane of `address` (fair-work-queue.ts): 0 a success within `trustForMs`, 1 clean, 2 a suspect (suspicion wins). */
+  /** The hashing-queue lane of `address` (fair-work-queue.ts): 0 a success within `trustForS`, 1 clean, 2 a suspect (suspicion wins). */
   laneOf(address: string): 0 | 1 | 2 {
     if (this.isSuspect(address)) return 2;
     const at = this.#succeeded.get(address);
-    return at !== undefined && this.#now() - at < this.#limits.trustForMs ? 0 : 1;
+    return at !== undefined && this.#now() - at < this.#limits.trustForS * 1000 ? 0 : 1;
   }
 
   /** Whether `address` has collected enough strikes to wait behind clean addresses. */
   isSuspect(address: string): boolean {
-    return this.#hasStrikes(address, this.#limits.suspectAfter);
+    return this.#hasStrikes(address, this.#limits.suspectAfterStrikes);
   }
 
   /** Whether `address` has collected enough strikes for its refusals to be held (a tarpit). */
   holdsRefusals(address: string): boolean {
-    return this.#hasStrikes(address, this.#limits.holdAfter);
+    return this.#hasStrikes(address, this.#limits.holdAfterStrikes);
   }
 
   #hasStrikes(address: string, bound: number): boolean {
     if (this.#refused.size !== 0 && this.refuses(address)) return true;
     const record = this.#records.get(address);
-    return record !== undefined && record.strikes >= bound && this.#now() - record.windowStartMs < this.#limits.windowMs;
+    return record !== undefined && record.strikes >= bound && this.#now() - record.windowStartMs < this.#limits.strikeWindowMs;
   }
 
   /** Whether requests from `address` are refused at the head now (a refused request is a strike: a flood that goes on renews it). */

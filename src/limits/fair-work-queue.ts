@@ -74,6 +74,11 @@ export class FairWorkQueue extends EventEmitter<FairWorkQueueEvents> {
     return this.#running;
   }
 
+  /** What a refusal's Retry-After says: the front door's refusals from the request head say the same. */
+  get retryAfterS(): number {
+    return this.#limits.retryAfterS;
+  }
+
   get queued(): number {
     return this.#lanes[0].queued + this.#lanes[1].queued + this.#lanes[2].queued;
   }

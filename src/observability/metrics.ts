@@ -115,6 +115,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly shedRequests = new Counter({
+    name: 'gatehouse_shed_requests_total',
+    help:
+      'Requests the public listener refused from their head while the event loop was late (load shedding), by the level that shed ' +
+      'them: unauthenticated (work without a credential known good), all (any other request, cached tokens included).',
+    labelNames: ['level'] as const,
+    registers: [this.registry],
+  });
+
   readonly rateLimited = new Counter({
     name: 'gatehouse_rate_limited_total',
     help: "Proxied requests refused by their route's request limit, by route.",

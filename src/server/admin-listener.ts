@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { Drain } from '../http/drain.js';
 import { answerFrameworkError, errorHandler } from '../http/error-handler.js';
 import { limitConnections } from '../limits/connection-limits.js';
+import type { LoadState } from '../limits/load-shedder.js';
 import { workerScrape } from '../observability/cluster-metrics.js';
 import type { Metrics } from '../observability/metrics.js';
 import { internalRoutes } from '../requests/internal-routes.js';
@@ -27,6 +28,8 @@ export interface AdminParts {
   identityReady?: (() => Promise<void>) | undefined;
   /** With keys shared through the store: who disagrees with this instance (readiness shows it). */
   agreement?: (() => { peers: number; keysDiffer: string[]; usersDiffer: string[] }) | undefined;
+  /** Load shedding's state now (limits/load-shedder.ts): health and readiness report it. */
+  load?: (() => LoadState) | undefined;
 }
 
 /** The admin listener with its routes, or undefined when `admin.enabled` is off. */
@@ -51,6 +54,7 @@ export async function adminListener(config: Config, logger: Logger, parts: Admin
     drain: parts.drain,
     ...(parts.identityReady && { identityReady: parts.identityReady }),
     ...(parts.agreement && { agreement: parts.agreement }),
+    ...(parts.load && { load: parts.load }),
   });
   // A cluster worker's scrape answers with the sum over every worker.
   await app.register(metricsRoute, { metrics: parts.metrics, ...(cluster.isWorker && { scrape: workerScrape(parts.metrics.registry) }) });

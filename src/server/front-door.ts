@@ -6,29 +6,42 @@
 //   first (a tarpit: a flood that waits for each answer slows to its
 //   connections per hold), unless its bearer token was admitted before (a
 //   Map lookup): authenticated traffic from a shared address still flows;
+// - while the event loop is late (limits/load-shedder.ts), work without a
+//   credential known good gets 503 `overloaded` with Retry-After: a login,
+//   refresh or token request from an address without a recent success, a
+//   request whose bearer token (or other Authorization) the token cache does
+//   not admit (a first verification: garbage tokens cost a signature check).
+//   Requests without credentials pass (they cost no check). While the loop is
+//   later still, every request is refused, cached tokens included. Shedding is
+//   not the address's doing: no strike, but the refusal is held as the others
+//   are, so a flood that waits for its answers slows down;
 // - a suspect address's login when the suspects' lane of the hashing queue is
 //   full gets the queue's own 503, without its JSON body being parsed.
 //
-// Each refusal is itself a strike: a flood that goes on stays refused. The
-// public listener calls `refuses` for every gateway endpoint, and for proxied
-// requests only while some address is refused (a size test otherwise).
+// Each abuse refusal is itself a strike: a flood that goes on stays refused.
+// The public listener calls `refuses` for every gateway endpoint, and for
+// proxied requests only while some address is refused or load is shed (a size
+// test and a number otherwise).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { renderError } from '../http/error-response.js';
-import { LOGIN_PATH } from '../http/gateway-paths.js';
+import { LOGIN_PATH, REFRESH_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import type { AbuseGuard } from '../limits/abuse-guard.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
+import type { LoadShedder } from '../limits/load-shedder.js';
+import type { Metrics } from '../observability/metrics.js';
 import { requestId } from '../observability/request-id.js';
 
 export interface FrontDoorOptions {
   abuse: AbuseGuard;
-  hashing: FairWorkQueue;
+  passwordHashing: FairWorkQueue;
+  /** Load shedding on event-loop delay. */
+  load: Pick<LoadShedder, 'shedsUnauthenticated' | 'shedsAll' | 'retryAfterS'>;
   bearer: Pick<BearerAuthenticator, 'admitsFromMemory'>;
+  metrics: Pick<Metrics, 'shedRequests'>;
   clientAddress: ClientAddress;
-  /** The Retry-After of the hashing queue's refusals. */
-  hashingRetryAfterS: number;
 }
 
 export class FrontDoor {
@@ -38,14 +51,14 @@ export class FrontDoor {
     this.#options = options;
   }
 
-  /** Whether any address is refused at the head now: while none is, proxied requests skip `refuses`. */
+  /** Whether any address is refused at the head now, or load is shed: while neither, proxied requests skip `refuses`. */
   get active(): boolean {
-    return this.#options.abuse.refusing !== 0;
+    return this.#options.abuse.refusing !== 0 || this.#options.load.shedsUnauthenticated;
   }
 
   /** Answers the request from its head and returns true when it is refused; false: serve it. */
   refuses(req: IncomingMessage, res: ServerResponse): boolean {
-    const { abuse, hashing, bearer, clientAddress } = this.#options;
+    const { abuse, passwordHashing, bearer, clientAddress, load } = this.#options;
     const address = clientAddress.of(req);
     let error: GatehouseError;
     if (abuse.refuses(address)) {
@@ -54,19 +67,50 @@ export class FrontDoor {
         reason: 'too many refused requests from this address',
         headers: { 'retry-after': String(abuse.retryAfterS) },
       });
-    } else if (req.method === 'POST' && isLogin(req.url) && hashing.refusesSuspect(address)) {
-      error = gatehouseError('login_queue_full', { headers: { 'retry-after': String(this.#options.hashingRetryAfterS) } });
     } else {
-      return false;
+      const shed = load.shedsUnauthenticated ? this.#shed(req, address) : undefined;
+      if (shed !== undefined) {
+        this.#options.metrics.shedRequests.inc({ level: shed });
+        const refusal = gatehouseError('overloaded', {
+          reason: shed === 'all' ? 'the gateway is overloaded: every request waits' : 'the gateway is overloaded: work without a known credential waits',
+          headers: { 'retry-after': String(load.retryAfterS) },
+        });
+        // Not the address's doing: no strike. Held all the same, so a flood that waits for its answers slows down.
+        abuse.hold(address, () => answer(req, res, refusal));
+        return true;
+      }
+      if (req.method !== 'POST' || !isLogin(req.url) || !passwordHashing.refusesSuspect(address)) return false;
+      error = gatehouseError('login_queue_full', { headers: { 'retry-after': String(passwordHashing.retryAfterS) } });
     }
     abuse.strike(address);
     abuse.hold(address, () => answer(req, res, error));
     return true;
   }
+
+  /** While load is shed: the level that sheds the request (its metric label), undefined when it passes. */
+  #shed(req: IncomingMessage, address: string): 'unauthenticated' | 'all' | undefined {
+    const { load, abuse, bearer } = this.#options;
+    // A password or refresh token to check: known good only from an address with a recent success (never a suspect).
+    const known =
+      req.method === 'POST' && isCredentialEndpoint(req.url)
+        ? abuse.laneOf(address) === 0
+        : req.headers.authorization === undefined || bearer.admitsFromMemory(req.headers);
+    if (!known) return 'unauthenticated';
+    return load.shedsAll ? 'all' : undefined;
+  }
 }
 
 function isLogin(url: string | undefined): boolean {
-  return url === LOGIN_PATH || (url !== undefined && url.startsWith(`${LOGIN_PATH}?`));
+  return isPath(url, LOGIN_PATH);
+}
+
+/** Where a password or a refresh token is checked. */
+function isCredentialEndpoint(url: string | undefined): boolean {
+  return isPath(url, LOGIN_PATH) || isPath(url, REFRESH_PATH) || isPath(url, TOKEN_ENDPOINT_PATH);
+}
+
+function isPath(url: string | undefined, path: string): boolean {
+  return url === path || (url !== undefined && url.startsWith(`${path}?`));
 }
 
 /** The refusal, in the OAuth error format on the OAuth endpoints (RFC 6749 5.2), `$diagnoses` elsewhere. */

@@ -1,0 +1,169 @@
+// Load shedding on event-loop delay (Envoy's overload manager, in one
+// process): while the loop is late, the front door (server/front-door.ts)
+// refuses from the request head the work without a credential known good
+// first, and everything only when the loop is later still.
+//
+// Why Node's own perf_hooks and not `@fastify/under-pressure`: that plugin
+// reads the same measures (the loop's delay, eventLoopUtilization) but acts
+// in a Fastify onRequest hook, and the proxy's hot path never goes
+// through Fastify (docs/architecture.md): it could refuse a login, never a
+// proxied request with a garbage token, and it refuses whatever comes, with no
+// notion of which work has a credential known good. The front door already
+// answers from the request head for both listeners' paths; it needs only the
+// reading, which is a dozen lines here.
+//
+// The reading: the 90th percentile of the loop's delay over each sample
+// interval (a timer every 10 ms, how late it fires; NodeLoopGauge): a loop late on a tenth of
+// its turns, not one garbage collection's pause (its one late turn is the
+// maximum, and would shed logins for a cool-down every time). And the loop's
+// utilization over the same interval (reported, not acted on: a loop busy at
+// 100 % that still answers in time needs nothing shed). A late reading sets
+// the level at once; it goes down only after `coolDownMs` without one, so a
+// flood that shedding calmed does not come straight back.
+import { EventEmitter } from 'node:events';
+import { createHistogram, performance, type EventLoopUtilization, type RecordableHistogram } from 'node:perf_hooks';
+import type { Config } from '../config/schema.js';
+
+/** `limits.loadShedding` (config/flood-schema.ts). */
+export type LoadSheddingSettings = Config['limits']['loadShedding'];
+
+/** What is shed: nothing, work without a credential known good, or every request of the public listener. */
+export type Shedding = 'none' | 'unauthenticated' | 'all';
+
+/** One reading of the event loop over an interval. */
+export interface LoopReading {
+  /** How late the loop was, in ms (90th percentile). */
+  delayMs: number;
+  /** The share of the interval the loop was busy, 0 to 1. */
+  utilization: number;
+}
+
+/** Where readings come from: the real loop, or a test's own. */
+export interface LoopGauge {
+  /** The reading since the last call. */
+  read(): LoopReading;
+  close(): void;
+}
+
+/** The state health and readiness report. */
+export interface LoadState extends LoopReading {
+  shedding: Shedding;
+}
+
+/** How often the loop's lateness is measured: under-pressure's resolution too. */
+const RESOLUTION_MS = 10;
+
+/**
+ * The Node event loop: a timer every `RESOLUTION_MS` records how late it
+ * fires, and the loop's utilization comes from perf_hooks. Not
+ * monitorEventLoopDelay's histogram: its reset forgets when the timer last
+ * fired, so a stall that begins just after a reading is not counted at all
+ * (a 600 ms block read as 10 ms); this timer's schedule survives the reset.
+ */
+export class NodeLoopGauge implements LoopGauge {
+  /** Lateness per turn, in µs (a histogram takes integers from 1). */
+  readonly #lateness: RecordableHistogram = createHistogram();
+  #utilization: EventLoopUtilization = performance.eventLoopUtilization();
+  #due = performance.now() + RESOLUTION_MS;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor() {
+    this.#timer = setInterval(() => this.#tick(), RESOLUTION_MS).unref();
+  }
+
+  read(): LoopReading {
+    // A turn that kept the timer waiting until now counts in this reading, not the next.
+    if (performance.now() > this.#due) this.#tick();
+    const delayMs = this.#lateness.count === 0 ? 0 : (this.#lateness.percentile(90) - 1) / 1000;
+    this.#lateness.reset();
+    const now = performance.eventLoopUtilization();
+    const utilization = performance.eventLoopUtilization(now, this.#utilization).utilization;
+    this.#utilization = now;
+    return { delayMs, utilization };
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+
+  #tick(): void {
+    const now = performance.now();
+    this.#lateness.record(1 + Math.max(0, Math.round((now - this.#due) * 1000)));
+    this.#due = now + RESOLUTION_MS;
+  }
+}
+
+export interface LoadShedderEvents {
+  /** The level changed. */
+  changed: [shedding: Shedding];
+}
+
+export class LoadShedder extends EventEmitter<LoadShedderEvents> {
+  readonly #settings: LoadSheddingSettings;
+  readonly #gauge: LoopGauge | undefined;
+  readonly #now: () => number;
+  readonly #timer: NodeJS.Timeout | undefined;
+  /** 0 none, 1 unauthenticated, 2 all: the front door compares a number on the hot path. */
+  #level: 0 | 1 | 2 = 0;
+  #reading: LoopReading = { delayMs: 0, utilization: 0 };
+  /** Until when (epoch ms) levels 1 and 2 stay after their last late reading. */
+  readonly #lateUntil: [number, number, number] = [0, 0, 0];
+
+  /** Samples `gauge` every `sampleIntervalMs` while enabled; `judge` takes a reading of its own. */
+  constructor(settings: LoadSheddingSettings, gauge?: LoopGauge, now: () => number = Date.now) {
+    super();
+    this.#settings = settings;
+    this.#now = now;
+    if (!settings.enabled) return;
+    const loop = gauge ?? new NodeLoopGauge();
+    this.#gauge = loop;
+    // The first reading covers the gateway's own start (keys, the users file, compiling), not its traffic: not judged.
+    let started = false;
+    this.#timer = setInterval(() => {
+      const reading = loop.read();
+      if (started) this.judge(reading);
+      started = true;
+    }, settings.sampleIntervalMs).unref();
+  }
+
+  /** Whether work without a credential known good is refused now. */
+  get shedsUnauthenticated(): boolean {
+    return this.#level !== 0;
+  }
+
+  /** Whether every request of the public listener is refused now. */
+  get shedsAll(): boolean {
+    return this.#level === 2;
+  }
+
+  get state(): LoadState {
+    return { shedding: SHEDDING[this.#level], ...this.#reading };
+  }
+
+  get retryAfterS(): number {
+    return this.#settings.retryAfterS;
+  }
+
+  /** Sets the level from one reading (the sampler's, every interval; a test's own). */
+  judge(reading: LoopReading): void {
+    if (!this.#settings.enabled) return;
+    const { shedUnauthenticatedAtDelayMs, shedAllAtDelayMs, coolDownMs } = this.#settings;
+    this.#reading = reading;
+    const wanted = shedAllAtDelayMs !== 0 && reading.delayMs >= shedAllAtDelayMs ? 2 : reading.delayMs >= shedUnauthenticatedAtDelayMs ? 1 : 0;
+    const now = this.#now();
+    // Up at once; down a level only once its cool-down since its last late reading is over.
+    if (wanted >= 1) this.#lateUntil[1] = now + coolDownMs;
+    if (wanted === 2) this.#lateUntil[2] = now + coolDownMs;
+    const level = Math.max(wanted, now < this.#lateUntil[2] ? 2 : now < this.#lateUntil[1] ? 1 : 0) as 0 | 1 | 2;
+    if (level === this.#level) return;
+    this.#level = level;
+    this.emit('changed', SHEDDING[level]);
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.#gauge?.close();
+  }
+}
+
+const SHEDDING = ['none', 'unauthenticated', 'all'] as const;

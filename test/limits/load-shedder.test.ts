@@ -1,0 +1,110 @@
+// The load shedder's levels (limits/load-shedder.ts): read from the event loop
+// every interval, up at once, down only after the cool-down; and the real
+// gauge reads a blocked loop as late.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseConfig } from '../../src/config-load/load.js';
+import { LoadShedder, NodeLoopGauge, type LoadSheddingSettings, type LoopGauge, type LoopReading } from '../../src/limits/load-shedder.js';
+import { nextEvent } from '../helpers/events.js';
+
+const SETTINGS: LoadSheddingSettings = {
+  enabled: true,
+  sampleIntervalMs: 500,
+  shedUnauthenticatedAtDelayMs: 50,
+  shedAllAtDelayMs: 1000,
+  coolDownMs: 2000,
+  retryAfterS: 1,
+};
+
+/** A loop whose next readings the test sets. */
+class FakeGauge implements LoopGauge {
+  next: LoopReading = { delayMs: 0, utilization: 0 };
+  reads = 0;
+  read(): LoopReading {
+    this.reads += 1;
+    return this.next;
+  }
+  close(): void {}
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('load shedder', () => {
+  it('reads the loop every interval after the first: up a level at once, down only after the cool-down since the last late reading', () => {
+    vi.useFakeTimers();
+    const gauge = new FakeGauge();
+    const shedder = new LoadShedder(SETTINGS, gauge);
+    const levels: string[] = [];
+    shedder.on('changed', (level) => levels.push(level));
+
+    // The first interval is the gateway's own start: not judged.
+    gauge.next = { delayMs: 5000, utilization: 1 };
+    vi.advanceTimersByTime(500);
+    expect(shedder.shedsUnauthenticated).toBe(false);
+
+    gauge.next = { delayMs: 80, utilization: 1 };
+    vi.advanceTimersByTime(500);
+    expect(gauge.reads).toBe(2);
+    expect(shedder.shedsUnauthenticated).toBe(true);
+    expect(shedder.shedsAll).toBe(false);
+
+    gauge.next = { delayMs: 1200, utilization: 1 };
+    vi.advanceTimersByTime(500);
+    expect(shedder.shedsAll).toBe(true);
+    expect(shedder.state).toEqual({ shedding: 'all', delayMs: 1200, utilization: 1 });
+
+    // On time again: the levels stay for the cool-down (2 s) after their last late reading, then go.
+    gauge.next = { delayMs: 0, utilization: 0.2 };
+    vi.advanceTimersByTime(1500);
+    expect(shedder.shedsAll).toBe(true);
+    vi.advanceTimersByTime(500);
+    expect(shedder.shedsAll).toBe(false);
+    expect(shedder.shedsUnauthenticated).toBe(false);
+    expect(levels).toEqual(['unauthenticated', 'all', 'none']);
+    shedder.close();
+  });
+
+  it('a second level of 0 never sheds everything', () => {
+    const shedder = new LoadShedder({ ...SETTINGS, shedAllAtDelayMs: 0, sampleIntervalMs: 3_600_000 });
+    shedder.judge({ delayMs: 60_000, utilization: 1 });
+    expect(shedder.state.shedding).toBe('unauthenticated');
+    shedder.close();
+  });
+
+  it('disabled, it never reads the loop and never sheds', () => {
+    vi.useFakeTimers();
+    const gauge = new FakeGauge();
+    const shedder = new LoadShedder({ ...SETTINGS, enabled: false }, gauge);
+    shedder.judge({ delayMs: 60_000, utilization: 1 });
+    vi.advanceTimersByTime(10_000);
+    expect(gauge.reads).toBe(0);
+    expect(shedder.shedsUnauthenticated).toBe(false);
+    shedder.close();
+  });
+
+  it('a blocked event loop is read as late, and shedding starts (the real gauge)', async () => {
+    // A blocking hook: the loop is held 600 ms, so its next turn is at least that late, on any machine.
+    const shedder = new LoadShedder({ ...SETTINGS, sampleIntervalMs: 20, shedUnauthenticatedAtDelayMs: 300, shedAllAtDelayMs: 0 }, new NodeLoopGauge());
+    // Past the first reading (the gateway's start, not judged): this timer is due after the sampler's first.
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    const changed = nextEvent<[string]>(shedder, 'changed');
+    const blockedUntil = performance.now() + 600;
+    while (performance.now() < blockedUntil);
+    expect((await changed)[0]).toBe('unauthenticated');
+    shedder.close();
+  });
+
+  it('refuses a config whose second level is not above the first', () => {
+    const base = {
+      identity: { provider: 'local', usersFile: '/tmp/users.yaml' },
+      tokens: { issuer: 'http://127.0.0.1:8080', keysFile: '/tmp/keys.json' },
+    };
+    expect(() =>
+      parseConfig({ ...base, limits: { loadShedding: { shedUnauthenticatedAtDelayMs: 500, shedAllAtDelayMs: 400 } } }, { baseDir: '/', env: {} }),
+    ).toThrow(/limits\.loadShedding\.shedAllAtDelayMs/);
+    const config = parseConfig({ ...base, limits: { abuse: { refuseAfterStrikes: 7 } } }, { baseDir: '/', env: {} });
+    expect(config.limits.abuse).toMatchObject({ refuseAfterStrikes: 7, holdAfterStrikes: 20, suspectAfterStrikes: 3 });
+    expect(config.limits.loadShedding).toMatchObject({ enabled: true, shedUnauthenticatedAtDelayMs: 50, shedAllAtDelayMs: 1000 });
+  });
+});
