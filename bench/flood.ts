@@ -11,7 +11,8 @@
 //   64 at a time) · distinct garbage bearer tokens from one address (64 at a
 //   time) · the same from 64 addresses.
 // Targets: every clean login succeeds with p95 ≤ 1 s; proxied and refresh
-// p50 ≤ 3× alone (same run).
+// p50 ≤ 3× alone (same run). The table also shows what the gateway's load
+// shedding refused in each phase (its /metrics, read at the phase's end).
 //
 //   npm run bench -- flood   (BENCH_FLOOD_S: measured seconds per phase, default 10; BENCH_FLOOD_RUNS: default 3)
 import { execFileSync, spawn } from 'node:child_process';
@@ -66,6 +67,8 @@ interface PhaseResult {
   gatehouseCpuPct: number;
   attackRps: number;
   attackAnswers: string;
+  /** Requests the gateway shed on event-loop delay in the phase (flood included): unauthenticated / all. */
+  shed: string;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -143,6 +146,7 @@ async function runPhase(run: number, name: string, attack: Attack | undefined, u
     ]);
     const gatehouseCpuPct = ((gatehouse.cpuMicros() - cpuBefore) / ((performance.now() - windowStarted) * 1000)) * 100;
     const totals = await attacker;
+    const shed = await shedCounts(gatehouse.adminUrl);
     const result: PhaseResult = {
       run,
       phase: name,
@@ -165,12 +169,13 @@ async function runPhase(run: number, name: string, attack: Attack | undefined, u
             .map(([status, count]) => `${status}×${count}`)
             .join(' ')
         : '',
+      shed,
     };
     progress(
       `run ${run} ${name}: login p50/p95 ${fmt(result.loginP50Ms)}/${fmt(result.loginP95Ms)} ms (${result.loginFailures} of ${result.logins} failed) · ` +
         `proxied ${fmt(result.proxiedP50Ms)}/${fmt(result.proxiedP95Ms)} · refresh ${fmt(result.refreshP50Ms)}/${fmt(result.refreshP95Ms)} · ` +
         `healthz ${fmt(result.healthzP50Ms)}/${fmt(result.healthzP95Ms)} · gatehouse CPU ${result.gatehouseCpuPct.toFixed(0)} % · ` +
-        `attack ${result.attackRps.toFixed(0)}/s ${result.attackAnswers}`,
+        `attack ${result.attackRps.toFixed(0)}/s ${result.attackAnswers} · shed ${result.shed}`,
     );
     return result;
   } finally {
@@ -179,13 +184,20 @@ async function runPhase(run: number, name: string, attack: Attack | undefined, u
   }
 }
 
+/** What the gateway's load shedding refused since it started (its /metrics), by level. */
+async function shedCounts(adminUrl: string): Promise<string> {
+  const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
+  const count = (level: string) => Number(new RegExp(`gatehouse_shed_requests_total\\{level="${level}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+  return `${count('unauthenticated')} / ${count('all')}`;
+}
+
 const fmt = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(ms < 10 ? 2 : 0) : '∞');
 const ratio = (value: number, base: number) => (Number.isFinite(value) && base > 0 ? `${(value / base).toFixed(1)}×` : '—');
 
 function table(rows: PhaseResult[]): string {
   const head =
     '| run | phase | login p50 / p95 ms | login failed | proxied p50 / p95 ms (× alone) | refresh p50 / p95 ms (× alone) | ' +
-    '/healthz p50 / p95 ms | Gatehouse CPU | attack req/s | targets |';
+    '/healthz p50 / p95 ms | Gatehouse CPU | attack req/s | shed (unauth. / all) | targets |';
   const lines = rows.map((r) => {
     const alone = rows.find((a) => a.run === r.run && a.phase === 'alone')!;
     const met =
@@ -195,7 +207,7 @@ function table(rows: PhaseResult[]): string {
       `${fmt(r.proxiedP50Ms)} / ${fmt(r.proxiedP95Ms)} (${ratio(r.proxiedP50Ms, alone.proxiedP50Ms)}) | ` +
       `${fmt(r.refreshP50Ms)} / ${fmt(r.refreshP95Ms)} (${ratio(r.refreshP50Ms, alone.refreshP50Ms)}) | ` +
       `${fmt(r.healthzP50Ms)} / ${fmt(r.healthzP95Ms)} | ${r.gatehouseCpuPct.toFixed(0)} % | ` +
-      `${r.phase === 'alone' ? '—' : r.attackRps.toFixed(0)} | ${r.phase === 'alone' ? '—' : met} |`
+      `${r.phase === 'alone' ? '—' : r.attackRps.toFixed(0)} | ${r.shed} | ${r.phase === 'alone' ? '—' : met} |`
     );
   });
   return [
