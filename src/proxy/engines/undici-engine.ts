@@ -1,19 +1,37 @@
 // Forwarding with undici (Node's own HTTP client library, the engine of
 // @fastify/reply-from): one connection pool per target origin and connect
 // timeout, keep-alive, response headers timeout per request.
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { Transform, type Readable, type Writable } from 'node:stream';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { ForwardingEngine, ForwardOptions, ResponseHead } from '../engine.js';
 import type { UpstreamTarget } from '../upstream-pool.js';
 import type { UpstreamTls } from '../upstream-tls.js';
 import { AbandonedError, RESPONSE_TIMEOUT, UpstreamTimeoutError, upstreamError } from '../upstream-errors.js';
+import { ResponseRelay } from './response-relay.js';
 import { TlsAlerts } from './tls-alerts.js';
 import { CountingClient, isKeepAliveRace, trackAttempt } from './undici-retry.js';
 
-/** The event undici listens for on an EventEmitter signal. */
-const ABORT = 'abort';
+/** Where a response keeps the relay of its upstream exchange: found from the response alone when it must be given up. */
+const RELAY = Symbol('upstream relay');
+type Relayed = ServerResponse & { [RELAY]?: ResponseRelay };
+
+function relayOf(res: ServerResponse): ResponseRelay | undefined {
+  return (res as Relayed)[RELAY];
+}
+
+/** Dispatches one attempt of the exchange, its relay kept on the response. */
+function relay(pool: Pool, request: Dispatcher.DispatchOptions, res: ServerResponse, sink: (head: ResponseHead) => Writable): Promise<void> {
+  const handler = new ResponseRelay(sink, request.body as Readable | null);
+  (res as Relayed)[RELAY] = handler;
+  try {
+    pool.dispatch(request, handler);
+  } catch (error) {
+    handler.onError(error as Error); // undici reports a refused request to the handler; anything else, the same way
+  }
+  return handler.done;
+}
 
 /** Request headers undici manages itself and refuses to be given. */
 const MANAGED_BY_UNDICI = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'expect']);
@@ -36,17 +54,9 @@ export class UndiciEngine implements ForwardingEngine {
     this.#options = options;
   }
 
-  /** undici's `stream()`: the body goes straight into what `sink` returns, with no Readable in between. */
+  /** A handler of our own (response-relay.ts): the body goes straight into what `sink` returns, with no Readable in between. */
   forward(req: IncomingMessage, res: ServerResponse, options: ForwardOptions, sink: (head: ResponseHead) => Writable): Promise<void> {
     const pool = this.#pool(this.#pools, options.target, options.connectTimeoutMs, options.tls);
-    // The client going away aborts the upstream request at once, whether it
-    // is still waiting for the response head or already streaming the body.
-    // undici takes any EventEmitter as its abort signal: the response itself
-    // serves, sparing an AbortController (and its event target) per request.
-    const abort = () => {
-      if (!res.writableFinished) res.emit(ABORT);
-    };
-    res.once('close', abort);
     const length = req.headers['content-length'];
     const hasBody = options.body !== req || req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
     // undici's headersTimeout starts once the body is sent; while it is being
@@ -55,43 +65,46 @@ export class UndiciEngine implements ForwardingEngine {
     const body = hasBody
       ? stallGuard(options.body, options.responseTimeoutMs, () => {
           stalled = true;
-          res.emit(ABORT);
+          relayOf(res)?.abort(new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs));
         })
       : null;
-    const request = {
+    const request: Dispatcher.DispatchOptions = {
       method: (req.method ?? 'GET') as 'GET',
       path: options.path,
       headers: requestHeaders(options.headers),
       body,
-      signal: res,
       headersTimeout: options.responseTimeoutMs,
       bodyTimeout: 0, // a large body may pause for long; the client decides how long to wait
     };
-    const factory = ({ statusCode, headers }: { statusCode: number; headers: unknown }) => sink({ statusCode, headers: headers as IncomingHttpHeaders });
     // Only a request without a body can be sent twice: a body streams through and is not kept.
     const attempt = body === null ? trackAttempt(request) : undefined;
-    return pool
-      .stream(request, factory)
+    // The client going away gives the upstream request up at once, whether it
+    // is still waiting for the response head or already streaming the body.
+    const abandon = () => {
+      if (!res.writableFinished) relayOf(res)?.abort(new AbandonedError('the client closed the connection'));
+    };
+    res.once('close', abandon);
+    return relay(pool, request, res, sink)
       .catch((error: unknown) => {
         // Lost to the keep-alive race (undici-retry.ts), with its client still
         // waiting: once more, on a connection of its own.
         if (attempt === undefined || !isKeepAliveRace(attempt, error) || res.destroyed || res.headersSent) throw error;
-        return this.#pool(this.#freshPools, options.target, options.connectTimeoutMs, options.tls).stream({ ...request, reset: true }, factory);
+        return relay(this.#pool(this.#freshPools, options.target, options.connectTimeoutMs, options.tls), { ...request, reset: true }, res, sink);
       })
       .then(
         () => {
-          res.off('close', abort);
+          res.off('close', abandon);
         },
         (error: unknown): never => {
-          res.off('close', abort);
+          res.off('close', abandon);
           throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : this.#tlsAlerts.explain(error));
         },
       );
   }
 
-  /** The response is the request's abort signal (see `forward`). */
+  /** Gives up the upstream request of `res` at once (its session ended). */
   abandon(res: ServerResponse): void {
-    res.emit(ABORT);
+    relayOf(res)?.abort(new AbandonedError('the exchange was ended by the gateway'));
   }
 
   /**
