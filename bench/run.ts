@@ -1,6 +1,6 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion (all by default), and builds
+// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion, upstream-tls (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named) and profile (a CPU profile of the hot path; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
@@ -22,6 +22,7 @@ import { runProfileSection } from './profile.js';
 import { runProxySection } from './proxy.js';
 import { runSessionEndSection } from './session-end.js';
 import { runTlsSection } from './tls.js';
+import { runUpstreamTlsSection } from './upstream-tls.js';
 import { runWrongCredentialsSection } from './wrong-credentials.js';
 
 const SECTIONS: Record<string, () => Promise<unknown>> = {
@@ -41,6 +42,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   oidc: runOidcSection,
   'session-end': runSessionEndSection,
   assertion: runAssertionSection,
+  'upstream-tls': runUpstreamTlsSection,
   tls: () => runTlsSection(),
   profile: runProfileSection,
 };
