@@ -244,7 +244,6 @@ describe('the public listener over TLS with HTTP/2', () => {
   it('tunnels a WebSocket through the TLS listener on an HTTP/1.1 upgrade (wss://), with the bearer check', async () => {
     const ws = new WebSocket(`${gw.url.replace('https://', 'wss://')}/ws/chat`, {
       ca: pair.cert,
-      servername: 'localhost',
       headers: { authorization: `Bearer ${token}` },
     });
     await once(ws, 'open');
