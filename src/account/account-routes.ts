@@ -44,6 +44,8 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
           roles: { type: 'array', items: ROLE_NAME, maxItems: 32, uniqueItems: true },
           scopes: { type: 'array', items: ROLE_NAME, maxItems: 32, uniqueItems: true },
           readOnly: { type: 'boolean' },
+          // RFC 7638 SHA-256 thumbprint of the one DPoP key the new API key logs in with.
+          dpopJkt: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
         },
       },
     },

@@ -37,7 +37,8 @@ export interface KeyView {
   createdAt: string;
   expiresAt: string | null;
   lastUsedAt: string | null;
-  scope: { roles: string[] | null; scopes: string[] | null; readOnly: boolean };
+  /** `dpopJkt` only on a key pinned to a DPoP key. */
+  scope: { roles: string[] | null; scopes: string[] | null; readOnly: boolean; dpopJkt?: string };
   /** `user`: made by the user (account API), revocable here; `operator`: made by an operator (CLI), revocable by them only. */
   managedBy: 'user' | 'operator';
 }
@@ -55,7 +56,7 @@ export interface SessionView {
 export interface NewKeyRequest {
   label: string;
   expiresInDays?: number;
-  scope?: { roles?: string[]; scopes?: string[]; readOnly?: boolean };
+  scope?: { roles?: string[]; scopes?: string[]; readOnly?: boolean; dpopJkt?: string };
 }
 
 export class AccountService {
@@ -103,6 +104,8 @@ export class AccountService {
       ...(roles !== undefined && { roles }),
       ...(request.scope?.scopes !== undefined && { scopes: request.scope.scopes }),
       ...(request.scope?.readOnly === true && { readOnly: true }),
+      // Logins with the key must prove this DPoP key (RFC 9449): a copy of the key is useless elsewhere.
+      ...(request.scope?.dpopJkt !== undefined && { dpopJkt: request.scope.dpopJkt }),
       expiresAt: new Date(this.#now() + days * 86_400_000).toISOString(),
     };
     const { key, keyId, hash } = generateApiKey();
@@ -192,7 +195,12 @@ function view(key: ApiKeyRecord, managedBy: KeyView['managedBy'], lastUsed: Read
     createdAt: key.createdAt,
     expiresAt: key.scope?.expiresAt ?? null,
     lastUsedAt: used === undefined ? null : new Date(used).toISOString(),
-    scope: { roles: key.scope?.roles ?? null, scopes: key.scope?.scopes ?? null, readOnly: key.scope?.readOnly ?? false },
+    scope: {
+      roles: key.scope?.roles ?? null,
+      scopes: key.scope?.scopes ?? null,
+      readOnly: key.scope?.readOnly ?? false,
+      ...(key.scope?.dpopJkt !== undefined && { dpopJkt: key.scope.dpopJkt }),
+    },
     managedBy,
   };
 }

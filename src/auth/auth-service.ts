@@ -72,6 +72,11 @@ export class AuthService implements Authentication {
         check: async () => {
           const who = await identity.authenticate(username, password, { clientAddress: context.address });
           if (!who) throw gatehouseError('invalid_user_credentials');
+          // An API key pinned to a DPoP key logs in only with that key's proof: anyone else holding it fails as with a wrong key.
+          const pinned = who.keyScope?.dpopJkt;
+          if (pinned !== undefined && pinned !== context.dpopThumbprint) {
+            throw gatehouseError('invalid_user_credentials', { cause: new TokenError('the API key logs in only with its DPoP key') });
+          }
           return who;
         },
         start: async (who) => {

@@ -25,11 +25,13 @@ export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
   name: 'apikeys',
   subcommands: {
     create: {
-      synopsis: 'create USER [--label TEXT] [--role ROLE]… [--scope SCOPE]… [--read-only] [--expires-in-days N]',
+      synopsis: 'create USER [--label TEXT] [--role ROLE]… [--scope SCOPE]… [--read-only] [--expires-in-days N] [--dpop-jkt THUMBPRINT]',
       summary: 'create an API key (printed once, on stdout)',
       details: `  The users file keeps only a digest of the key: copy it when it is shown.
   When the config declares roles or scopes (authorization.roles, .scopes),
-  --role and --scope take only those (exit 65 lists them).`,
+  --role and --scope take only those (exit 65 lists them).
+  --dpop-jkt pins the key to a DPoP key (its RFC 7638 SHA-256 thumbprint):
+  a login with the API key must carry a proof signed by that key.`,
       run: create,
     },
     revoke: {
@@ -60,6 +62,7 @@ function keyScope(values: {
   scope?: string[] | undefined;
   'read-only'?: boolean | undefined;
   'expires-in-days'?: string | undefined;
+  'dpop-jkt'?: string | undefined;
 }): KeyScope | undefined {
   const days = values['expires-in-days'];
   if (days !== undefined && !/^[1-9]\d{0,4}$/.test(days)) throw new UsageError('--expires-in-days takes a whole number of days (1 to 99999)');
@@ -68,6 +71,7 @@ function keyScope(values: {
     ...(values.scope !== undefined && { scopes: values.scope }),
     ...(values['read-only'] === true && { readOnly: true }),
     ...(days !== undefined && { expiresAt: new Date(Date.now() + Number(days) * 86_400_000).toISOString() }),
+    ...(values['dpop-jkt'] !== undefined && { dpopJkt: values['dpop-jkt'] }),
   };
   const checked = KeyScopeSchema.safeParse(scope);
   if (!checked.success) throw new UsageError(`invalid key scope: ${checked.error.issues.map((issue) => issue.message).join('; ')}`);
@@ -83,6 +87,7 @@ async function create(args: string[], io: CliIo): Promise<number> {
       scope: { type: 'string', multiple: true },
       'read-only': { type: 'boolean', default: false },
       'expires-in-days': { type: 'string' },
+      'dpop-jkt': { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
@@ -190,6 +195,7 @@ function describeScope(scope: ApiKeyRecord['scope'] | null): string {
     ...(scope?.roles ? [`roles=${scope.roles.join(',') || '(none)'}`] : []),
     ...(scope?.scopes ? [`scopes=${scope.scopes.join(',') || '(none)'}`] : []),
     ...(scope?.readOnly ? ['read-only'] : []),
+    ...(scope?.dpopJkt ? [`dpop-jkt=${scope.dpopJkt}`] : []),
   ];
   return parts.length > 0 ? parts.join(' ') : 'all';
 }

@@ -11,6 +11,16 @@ export const KeyScopeSchema = z.strictObject({
   scopes: z.array(RoleNameSchema).optional(),
   /** Only the safe methods (GET, HEAD, OPTIONS) with the key's tokens. */
   readOnly: z.boolean().optional(),
+  /**
+   * The JWK SHA-256 thumbprint (RFC 7638) of the one DPoP key (RFC 9449) this
+   * API key logs in with: a login must carry a proof signed by that key (else
+   * it fails as a wrong key does), and its tokens are bound to it. A leaked API
+   * key is then useless without the client's private key.
+   */
+  dpopJkt: z
+    .string()
+    .regex(/^[\w-]{43}$/, { error: 'must be a JWK SHA-256 thumbprint: 43 base64url characters' })
+    .optional(),
   /** After this instant a login with the key fails, and its sessions end. */
   expiresAt: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 date and time' }).optional(),
 });
