@@ -111,7 +111,8 @@ export class Admission {
       },
       (error: unknown) => {
         const abuse = this.#abuse;
-        if (abuse === undefined || !isGatehouseError(error) || error.code !== 'invalid_bearer_token') throw error;
+        // A bad DPoP proof counts as a bad token: each costs a signature check, and a flood of them (with one stolen token) is the same abuse.
+        if (abuse === undefined || !isGatehouseError(error) || (error.code !== 'invalid_bearer_token' && error.code !== 'invalid_dpop_proof')) throw error;
         const address = this.#clientAddress.of(req);
         abuse.strike(address);
         if (!abuse.holdsRefusals(address)) throw error;

@@ -78,6 +78,19 @@ describe('DPoP proofs on two instances sharing Redis', () => {
     expect(jwtPayload(((await response.json()) as TokenSetBody).access_token).cnf).toEqual({ jkt: key.jkt });
   });
 
+  it('attack: a stream of bad proofs with a stolen token marks its address a suspect, as bad tokens do', async () => {
+    const address = '203.0.113.9';
+    expect(a.gateway.abuse.isSuspect(address)).toBe(false);
+    for (let i = 0; i < a.config.limits.abuse.suspectAfterStrikes; i++) {
+      const wrongUrl = await proof(key, 'GET', `${PUBLIC}/elsewhere`, { accessToken: tokens.access_token });
+      const response = await fetch(`${a.url}/api/orders`, {
+        headers: { ...BALANCER, 'x-forwarded-for': address, authorization: `DPoP ${tokens.access_token}`, dpop: wrongUrl },
+      });
+      expect(response.status).toBe(401);
+    }
+    expect(a.gateway.abuse.isSuspect(address)).toBe(true);
+  });
+
   // Last: it takes Redis away.
   it('with the store down, a bound token is refused with 503 (fail closed), not let through', async () => {
     // Admitted once, so its token is in the instance's cache: only the replay memory needs the store.
