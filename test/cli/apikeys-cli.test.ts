@@ -126,6 +126,26 @@ describe('apikeys revoke', () => {
   });
 });
 
+describe('apikeys create --dpop-jkt', () => {
+  const THUMBPRINT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs';
+
+  it('pins the key to a DPoP key: the users file keeps the thumbprint and the listing shows it', async () => {
+    const { keyId } = await create('alice', '--dpop-jkt', THUMBPRINT);
+    const data = await readUsersFile(usersFile);
+    expect(data.users.alice!.apiKeys.find((key) => key.id === keyId)!.scope).toEqual({ dpopJkt: THUMBPRINT });
+    const listed = await apikeys(['list']);
+    expect(listed.stdout).toMatch(new RegExp(`${keyId}\\s+alice\\s+-\\s+dpop-jkt=${THUMBPRINT}\\s`));
+  });
+
+  it('refuses a pin that is not a thumbprint, naming what it must be, and writes nothing', async () => {
+    const before = await readFile(usersFile, 'utf8');
+    const result = await apikeys(['create', 'alice', '--dpop-jkt', 'not-a-thumbprint']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/JWK SHA-256 thumbprint/);
+    expect(await readFile(usersFile, 'utf8')).toBe(before);
+  });
+});
+
 describe('apikeys list', () => {
   it('lists key id, user, label, scope, created, expiry, last use, revoked and where it lives, never a digest or secret', async () => {
     const a1 = await create('alice', '--label', 'laptop');
