@@ -9,17 +9,26 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runUsersCommand } from '../../src/cli/users.js';
 import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
 import { revokeApiKey } from '../../src/identity/users-changes.js';
 import { runCommand } from '../helpers/cli.js';
-import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { login, postJson, startTestGateway, writeTestUsers, type TestGateway, type TestUser } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { nextIdentityChange } from '../helpers/users.js';
-import { EVENTUALLY, poll, startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
-import { expectStreamEnded, expectUploadRefused, openStream, openUpload, startHoldingUpstream, type HoldingUpstream } from './session-end-support.js';
+import { startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
+import {
+  LONG_WAIT_S,
+  expectLongPollRefused,
+  expectStreamEnded,
+  expectUploadRefused,
+  openLongPoll,
+  openStream,
+  openUpload,
+  startHoldingUpstream,
+  type HoldingUpstream,
+} from './session-end-support.js';
 
 const PASSWORD = 'a-long-password-1';
 const USERS: TestUser[] = ['logout', 'everywhere', 'disabled', 'removed', 'keyholder', 'filekey', 'reader', 'evicted', 'poller'].map((name) => ({
@@ -52,8 +61,7 @@ beforeAll(async () => {
     tokens: { keysFile: join(dir, 'keys.json') },
     limits: { maxSessionsPerUser: 2 },
     authorization: { roles: ['reader'] },
-    // Far longer than the test may take: a poll that ended only when its wait ran out fails the test by its timeout.
-    requests: { maxWaitS: 300 },
+    requests: { maxWaitS: LONG_WAIT_S },
     routes: [
       { name: 'jobs', prefix: '/jobs', upstreams: [jobs.url] },
       { name: 'live', prefix: '/live', upstreams: [upstream.url] },
@@ -171,15 +179,8 @@ describe('what a session holds open on one instance ends when the session ends o
 
   it('logout: a status long poll waiting on the other instance ends with 401', async () => {
     const tokens = await login(a.url, 'poller', PASSWORD);
-    const accepted = await fetch(`${a.url}/jobs/new`, { method: 'POST', headers: bearer(tokens.access_token) });
-    expect(accepted.status).toBe(202);
-    const { requestId } = (await accepted.json()) as { requestId: string };
-    const waiting = poll(b.url, requestId, tokens.refresh_token, { wait: '300' });
-    await vi.waitFor(() => expect(b.gateway.requests.watching).toBe(1), EVENTUALLY);
+    const longPoll = await openLongPoll(`${a.url}/jobs/new`, b, tokens);
     expect((await postJson(`${a.url}/api/v1/auth/logout`, {}, bearer(tokens.access_token))).status).toBe(204);
-    const answer = await waiting;
-    expectDiagnoses(answer.status, JSON.stringify(answer.body), 401, /session ended/);
-    expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer /);
-    expect(b.gateway.requests.watching).toBe(0);
+    await expectLongPollRefused(longPoll, b);
   });
 });

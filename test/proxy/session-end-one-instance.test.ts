@@ -1,21 +1,45 @@
 // On one instance with the in-memory store (the embedded default), a session's
 // end reaches what it holds open the same way: logout ends an event stream
-// cleanly and answers an upload 401, and the upstream's side of both closes.
+// cleanly and answers an upload 401, and the upstream's side of both closes;
+// a status long poll waiting there is answered 401 too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { expectStreamEnded, expectUploadRefused, openStream, openUpload, startHoldingUpstream, type HoldingUpstream } from './session-end-support.js';
+import { startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
+import {
+  LONG_WAIT_S,
+  expectLongPollRefused,
+  expectStreamEnded,
+  expectUploadRefused,
+  openLongPoll,
+  openStream,
+  openUpload,
+  startHoldingUpstream,
+  type HoldingUpstream,
+} from './session-end-support.js';
 
 let upstream: HoldingUpstream;
+/** Answers 202 with a fresh requestId: what a long poll waits on. */
+let jobs: ScriptedUpstream;
 let gw: TestGateway;
 
 beforeAll(async () => {
   upstream = await startHoldingUpstream();
-  gw = await startTestGateway({ config: { routes: [{ name: 'live', prefix: '/live', upstreams: [upstream.url] }] } });
+  jobs = await startScriptedUpstream();
+  gw = await startTestGateway({
+    config: {
+      requests: { maxWaitS: LONG_WAIT_S },
+      routes: [
+        { name: 'live', prefix: '/live', upstreams: [upstream.url] },
+        { name: 'jobs', prefix: '/jobs', upstreams: [jobs.url] },
+      ],
+    },
+  });
 });
 
 afterAll(async () => {
   await gw?.close();
   await upstream?.close();
+  await jobs?.close();
 });
 
 describe('on the in-memory store, one instance', () => {
@@ -27,5 +51,12 @@ describe('on the in-memory store, one instance', () => {
     ]);
     expect((await postJson(`${gw.url}/api/v1/auth/logout`, {}, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(204);
     await Promise.all([expectStreamEnded(stream), expectUploadRefused(upload)]);
+  });
+
+  it('logout ends a status long poll with 401', async () => {
+    const tokens = await login(gw.url, 'alice', 'alice-password-1');
+    const longPoll = await openLongPoll(`${gw.url}/jobs/new`, gw, tokens);
+    expect((await postJson(`${gw.url}/api/v1/auth/logout`, {}, { authorization: `Bearer ${tokens.access_token}` })).status).toBe(204);
+    await expectLongPollRefused(longPoll, gw);
   });
 });

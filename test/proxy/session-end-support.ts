@@ -2,10 +2,14 @@
 // (GET, chunked, never ends by itself) and an upload (POST, a chunked body
 // the client keeps sending, never answered by itself), each seen from both
 // ends: the client's, and the upstream's, which tells when its side closed.
+// Also a long poll of the status endpoint, waiting on a request a 202 started.
 import { once } from 'node:events';
 import { request, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { expect, vi } from 'vitest';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
+import type { TestGateway } from '../helpers/gateway.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import { EVENTUALLY, poll, type StatusAnswer } from '../requests/support.js';
 
 /** One request as the upstream saw it: it arrived (its first body chunk, for an upload), then closed. */
 interface Probe {
@@ -120,4 +124,37 @@ export async function expectUploadRefused(upload: OpenUpload): Promise<void> {
   expectDiagnoses(status, body, 401, /session ended|no longer active|access revoked/);
   await upload.upstreamClosed;
   upload.client.destroy();
+}
+
+/**
+ * The gateways' `requests.maxWaitS` in these tests: far longer than a test
+ * may take, so a long poll that only waited its wait out fails by the timeout.
+ */
+export const LONG_WAIT_S = 300;
+
+export interface OpenLongPoll {
+  /** The answer the poll gets. */
+  answered: Promise<StatusAnswer>;
+}
+
+/**
+ * Starts an asynchronous request through `acceptUrl` (a route whose upstream
+ * answers 202 with a requestId) and long-polls its status on `on` with the
+ * refresh token; resolves once the poll waits there.
+ */
+export async function openLongPoll(acceptUrl: string, on: TestGateway, tokens: { access_token: string; refresh_token: string }): Promise<OpenLongPoll> {
+  const accepted = await fetch(acceptUrl, { method: 'POST', headers: { authorization: `Bearer ${tokens.access_token}` } });
+  expect(accepted.status).toBe(202);
+  const { requestId } = (await accepted.json()) as { requestId: string };
+  const answered = poll(on.url, requestId, tokens.refresh_token, { wait: String(LONG_WAIT_S) });
+  await vi.waitFor(() => expect(on.gateway.requests.watching).toBe(1), EVENTUALLY);
+  return { answered };
+}
+
+/** The long poll was answered 401 with its $diagnoses and a Bearer challenge, and waits no more. */
+export async function expectLongPollRefused(longPoll: OpenLongPoll, on: TestGateway): Promise<void> {
+  const answer = await longPoll.answered;
+  expectDiagnoses(answer.status, JSON.stringify(answer.body), 401, /session ended/);
+  expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer /);
+  expect(on.gateway.requests.watching).toBe(0);
 }
