@@ -145,6 +145,25 @@ describe('a refusal from the request head (the front door) reaches a client stil
       await front.close();
     }
   }, 90_000);
+
+  it('a request shed while the event loop is late (a garbage token): the 503 is read every time', async () => {
+    const shedding = await startTestGateway({
+      config: {
+        server: { trustedProxies: ['127.0.0.1'] },
+        // Readings are the test's own (judge): the sampler's interval is an hour.
+        limits: { loadShedding: { enabled: true, sampleIntervalMs: 3_600_000 } },
+        routes: ROUTES(upstream.url),
+      },
+    });
+    try {
+      shedding.gateway.load.judge({ delayMs: 200, utilization: 1 });
+      const client = { 'x-forwarded-for': '203.0.113.10', authorization: 'Bearer garbage' };
+      // Held 1 s as the other head refusals are: a client busy for longer than that.
+      expect(await tally(shedding.url, '/private/upload', 10, client, 1500)).toEqual({ '503 $diagnoses': 10 });
+    } finally {
+      await shedding.close();
+    }
+  }, 90_000);
 });
 
 describe('lingering is bounded', () => {
