@@ -40,8 +40,8 @@ export async function createStore(
     logger: log,
     reconnects,
     ...(limits && { maxSessionsPerUser: limits.maxSessionsPerUser }),
-    // A Sentinel set fails over on purpose: acknowledge records only once a replica holds them.
-    replicasToConfirm: description.mode === 'sentinel' ? 1 : 0,
+    // Sentinel and Cluster fail over on purpose: acknowledge records only once a replica holds them.
+    replicasToConfirm: description.mode === 'sentinel' || description.mode === 'cluster' ? 1 : 0,
   });
   const where = { store: redactStoreUrl(config.url), mode: description.mode };
   const answered = await withinDeadline(Promise.all([store.ping(), store.listening()]), STARTUP_PROBE_TIMEOUT_MS).then(

@@ -1,7 +1,9 @@
 // A request record, and a status transition, counts as written once a
 // replica holds it too, so that a failover (manual or a crash) cannot lose
-// it: the Redis store asks this after each such write, with Sentinel
-// (create-store.ts sets `replicasToConfirm`).
+// it: the Redis store asks this after each such write, with Sentinel and with
+// Cluster (create-store.ts sets `replicasToConfirm`). WAIT counts the writes
+// made on one connection: on a Cluster it is sent to the node that serves the
+// written key's slot, over the connection the write itself went through.
 //
 // A master with no replica attached at all, the one a crash failover leaves
 // behind until the old master comes back as its replica, has nothing to
@@ -9,7 +11,8 @@
 // replica attaches could lose them; asynchronous replication can do no
 // better), and a warning says so, rather than every record sitting in the
 // outbox until a replica appears.
-import type { Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisClient } from './redis-client.js';
 
@@ -30,9 +33,8 @@ export class ReplicaConfirmation {
   readonly #replicas: number;
   readonly #logger: Logger;
   #lastUnreplicatedWarning = -Infinity;
-  /** Since when ROLE has said, at every ask, that the master has no replica attached (a crash failover's survivor); Infinity: it has one. */
-  #aloneSince = Infinity;
-  #aloneCheckedAt = -Infinity;
+  /** Per master: since when ROLE has said, at every ask, that it has no replica (a crash failover's survivor; Infinity: it has one), and when it was asked. */
+  readonly #alone = new WeakMap<Redis, { since: number; checkedAt: number }>();
 
   /** Confirms writes made over `client` on `replicas` replicas. */
   constructor(client: RedisClient, replicas: number, logger: Logger) {
@@ -41,34 +43,47 @@ export class ReplicaConfirmation {
     this.#logger = logger;
   }
 
-  /** Resolves once the writes made so far are held by enough replicas, or the master has none to wait for; rejects otherwise. */
-  async confirm(): Promise<void> {
-    const client = this.#client as Redis;
+  /** Resolves once the writes made so far (to `key`'s node on a Cluster) are held by enough replicas, or the master has none to wait for; rejects otherwise. */
+  async confirm(key: string): Promise<void> {
+    const node = this.#nodeOf(key);
     // Known to be alone (checked within the last second): waiting for a replica would only time out.
-    if (await this.#masterIsAlone(false)) return this.#writtenUnreplicated();
-    const replicas = await client.wait(this.#replicas, REPLICA_CONFIRM_TIMEOUT_MS);
+    if (await this.#masterIsAlone(node, false)) return this.#writtenUnreplicated();
+    const replicas = await node.wait(this.#replicas, REPLICA_CONFIRM_TIMEOUT_MS);
     if (replicas >= this.#replicas) return;
-    if (await this.#masterIsAlone(true)) return this.#writtenUnreplicated();
+    if (await this.#masterIsAlone(node, true)) return this.#writtenUnreplicated();
     throw new Error(`the record reached ${replicas} of ${this.#replicas} replicas within ${REPLICA_CONFIRM_TIMEOUT_MS} ms`);
+  }
+
+  /** The connection `key` was written over: the client itself, or on a Cluster the master serving its slot as ioredis's slot map says. */
+  #nodeOf(key: string): Redis {
+    const client = this.#client;
+    if (!(client instanceof Cluster)) return client;
+    const [master] = client.slots[calculateSlot(key)] ?? [];
+    const node = master === undefined ? undefined : client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === master);
+    // The slot map is being refreshed (a failover): the write's own node is not known, so it is not confirmed.
+    if (node === undefined) throw new Error(`no known master serves the slot of ${key}`);
+    return node;
   }
 
   /**
    * Whether the node written to has been a master with no replica attached
-   * for ALONE_GRACE_MS, from ROLE (asked at most once a second unless
+   * for ALONE_GRACE_MS, from ROLE (asked at most once a second per node unless
    * `fresh`). The grace tells a crash failover's survivor, alone until the
    * old master comes back, from a master whose replica is just being promoted
    * in a manual failover: that one is alone for the moment before it is
    * demoted, and what it takes then is discarded when it resyncs as a replica.
    */
-  async #masterIsAlone(fresh: boolean): Promise<boolean> {
+  async #masterIsAlone(node: Redis, fresh: boolean): Promise<boolean> {
     const now = Date.now();
-    if (fresh || now - this.#aloneCheckedAt >= ALONE_RECHECK_MS) {
-      const role = (await (this.#client as Redis).call('ROLE')) as [string, number, unknown[]?];
+    let seen = this.#alone.get(node);
+    if (seen === undefined) this.#alone.set(node, (seen = { since: Infinity, checkedAt: -Infinity }));
+    if (fresh || now - seen.checkedAt >= ALONE_RECHECK_MS) {
+      const role = (await node.call('ROLE')) as [string, number, unknown[]?];
       const alone = role[0] === 'master' && (role[2]?.length ?? 0) === 0;
-      this.#aloneSince = alone ? Math.min(this.#aloneSince, now) : Infinity;
-      this.#aloneCheckedAt = now;
+      seen.since = alone ? Math.min(seen.since, now) : Infinity;
+      seen.checkedAt = now;
     }
-    return now - this.#aloneSince >= ALONE_GRACE_MS;
+    return now - seen.since >= ALONE_GRACE_MS;
   }
 
   #writtenUnreplicated(): void {

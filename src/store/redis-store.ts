@@ -202,7 +202,7 @@ export class RedisStore implements Store {
     return this.run(async () => {
       const created = await this.scripts.createRequest(this.keys.request(record.id), ttlMs, fields);
       // Also when the record was there already: that earlier write may not have reached a replica either.
-      await this.replication?.confirm();
+      await this.replication?.confirm(this.keys.request(record.id));
       return created;
     });
   }
@@ -241,7 +241,8 @@ export class RedisStore implements Store {
       // caller learns what the master did and may keep it elsewhere (the
       // request tracker's journal) or answer that it is not kept.
       const replication = this.replication;
-      if (replication) await this.run(() => replication.confirm().catch((error: unknown) => Promise.reject(new UnconfirmedWrite(reply, error))));
+      if (replication)
+        await this.run(() => replication.confirm(this.keys.request(id)).catch((error: unknown) => Promise.reject(new UnconfirmedWrite(reply, error))));
       return reply;
     }
     switch (reply) {

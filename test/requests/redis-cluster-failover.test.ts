@@ -4,8 +4,8 @@
 // accepted request is found afterwards with its status. Status reports sent
 // through the switch (on a backlog of pending requests): every one the
 // internal API acknowledged is found afterwards and heard by its long poll.
-// (As for records, Cluster writes are not confirmed by a replica: see
-// docs/guides/async-requests.md for the window a crash leaves.)
+// (Records and reports count as written once a replica of their slot's
+// master holds them: test/store/cluster-replica-confirmation.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type RedisCluster } from '../helpers/redis-topology.js';
 import { startFailoverRun } from './failover-traffic.js';
