@@ -54,6 +54,12 @@ export const ListenerTlsSchema = z.strictObject({
 export const ListenerHttp2Schema = z.strictObject({
   /** Offer `h2` by ALPN when `server.tls` is set (HTTP/1.1 is always offered). */
   enabled: z.boolean().default(true),
+  /**
+   * Without `server.tls`: also take HTTP/2 by prior knowledge (h2c) beside
+   * HTTP/1.1 on the plain listener, for a load balancer in front that speaks
+   * h2 to its backends. Ignored with `server.tls` (ALPN decides there).
+   */
+  cleartext: z.boolean().default(false),
   /** Streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused. */
   maxConcurrentStreams: z.number().int().min(1).max(10_000).default(DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS),
   /**

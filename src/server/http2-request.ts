@@ -16,7 +16,7 @@
 // request arrived, TLS facts included, and a count of the bytes its response
 // wrote (body bytes: HPACK-compressed heads have no size of their own).
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { Http2ServerResponse, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 
@@ -50,6 +50,7 @@ export class StreamPeer {
 
   /** Ends this stream only: the connection carries others. */
   destroy(): void {
+    endedByGateway.add(this.#request.stream);
     this.#request.stream.destroy();
   }
 
@@ -70,6 +71,20 @@ export class StreamPeer {
  */
 const CONNECTION_SPECIFIC = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'http2-settings'] as const;
 
+/** Streams the gateway itself cut (an upload over its limit, a session's end): not the client's resets. */
+const endedByGateway = new WeakSet<ServerHttp2Stream>();
+
+/** Whether the gateway cut this stream itself (http2-sessions.ts counts only the client's resets). */
+export function isEndedByGateway(stream: ServerHttp2Stream): boolean {
+  return endedByGateway.has(stream);
+}
+
+/** `res.destroy()` marks its stream as the gateway's doing before it cuts it. */
+function destroyStream(this: Http2ServerResponse, error?: Error): void {
+  endedByGateway.add(this.stream);
+  Http2ServerResponsePrototypeDestroy.call(this, error);
+}
+
 /** `res.destroyed`, as an HTTP/1.1 response has it: whether its stream is gone. */
 const DESTROYED: PropertyDescriptor = {
   get(this: Http2ServerResponse): boolean {
@@ -88,6 +103,7 @@ export function adaptHttp2Request(req: IncomingMessage, res: ServerResponse): vo
   const response = res as unknown as Http2ServerResponse;
   // Read everywhere to know whether the client is still there; Node's h2 response has no such property.
   Object.defineProperty(res, 'destroyed', DESTROYED);
+  (res as unknown as { destroy: typeof destroyStream }).destroy = destroyStream;
   countBodyBytes(response, peer);
   dropConnectionHeaders(response);
 }
@@ -104,6 +120,8 @@ function withoutPseudoHeaders(source: IncomingHttpHeaders): IncomingHttpHeaders 
   if (headers.host === undefined && typeof source[':authority'] === 'string') headers.host = source[':authority'];
   return headers;
 }
+
+const Http2ServerResponsePrototypeDestroy = Http2ServerResponse.prototype.destroy;
 
 type WriteHead = (statusCode: number, reason?: unknown, headers?: unknown) => Http2ServerResponse;
 type SetHeader = (name: string, value: unknown) => Http2ServerResponse;

@@ -15,9 +15,10 @@
 // Stopping: Node closes idle HTTP/1.1 connections (closeIdleConnections), but
 // knows no idle HTTP/2 session. Here each session is sent GOAWAY instead (no
 // new streams; those open finish), and cut at the end of the grace.
-import { constants, type Http2SecureServer, type ServerHttp2Session } from 'node:http2';
+import { constants, type Http2SecureServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';
+import { isEndedByGateway } from './http2-request.js';
 
 export interface ResetBounds {
   maxResetsPerWindow: number;
@@ -29,13 +30,22 @@ export interface Http2Refusals {
   rapidReset: number;
 }
 
+/** A server's HTTP/2 sessions, as its drain sees them. */
+export interface Http2Sessions {
+  readonly refusals: Http2Refusals;
+  /** GOAWAY to every session: no new stream; those open finish. */
+  closeIdle(): void;
+  /** Every session cut. */
+  closeAll(): void;
+}
+
 /** How long a connection told to go away (rapid reset) may take to close before it is cut. */
 const GOAWAY_GRACE_MS = 1_000;
 
 /** How often a refusal is logged at most: a flood must not become a flood of log lines. */
 const WARN_INTERVAL_MS = 10_000;
 
-export function guardHttp2Sessions(server: Http2SecureServer, bounds: ResetBounds, logger: Logger): Http2Refusals {
+export function guardHttp2Sessions(server: Http2SecureServer | Http2Server, bounds: ResetBounds, logger: Logger): Http2Sessions {
   const refusals: Http2Refusals = { rapidReset: 0 };
   const sessions = new Set<ServerHttp2Session>();
   let lastWarning = 0;
@@ -64,22 +74,42 @@ export function guardHttp2Sessions(server: Http2SecureServer, bounds: ResetBound
       session.close();
       setTimeout(() => session.destroy(), GOAWAY_GRACE_MS).unref();
     };
-    // 'aborted': the peer reset the stream before its answer was complete; the gateway's own resets never emit it.
-    session.on('stream', (stream) => stream.once('aborted', onAborted));
+    // Closed before both sides had ended (`aborted`), and not by the gateway: the client reset it. Read at
+    // 'close', not on 'aborted': a stream opened and reset in one read is aborted before 'stream' is emitted.
+    session.on('stream', (stream: ServerHttp2Stream) =>
+      stream.once('close', () => {
+        if (stream.aborted && !isEndedByGateway(stream)) onAborted();
+      }),
+    );
   });
 
+  return {
+    refusals,
+    closeIdle() {
+      for (const session of sessions) if (!session.closed && !session.destroyed) session.close();
+    },
+    closeAll() {
+      for (const session of sessions) session.destroy();
+    },
+  };
+}
+
+/**
+ * The drain's and Fastify's close of an allowHTTP1 TLS server: GOAWAY to every
+ * session beside Node's own closing of idle HTTP/1.1 connections, and every
+ * connection of either kind cut at the end of the grace.
+ */
+export function drainSessionsWithServer(server: Http2SecureServer, sessions: Http2Sessions): void {
   // Node's own (allowHTTP1) closes idle HTTP/1.1 connections; its types do not show it.
   const closable = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
   const closeIdleHttp1 = closable.closeIdleConnections.bind(server);
-  // The drain's and Fastify's close: GOAWAY to every session, HTTP/1.1 connections closed once idle.
   closable.closeIdleConnections = () => {
     closeIdleHttp1();
-    for (const session of sessions) if (!session.closed && !session.destroyed) session.close();
+    sessions.closeIdle();
   };
   closable.closeAllConnections = () => {
-    for (const session of sessions) session.destroy();
+    sessions.closeAll();
     // Node tracks the HTTP/1.1 connections of an allowHTTP1 server as its HTTP server does.
     HttpServer.prototype.closeAllConnections.call(server as unknown as HttpServer);
   };
-  return refusals;
 }

@@ -19,6 +19,7 @@ import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } f
 import { traceOf } from '../observability/trace-context.js';
 import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
 import type { FrontDoor } from './front-door.js';
+import { acceptCleartextHttp2 } from './cleartext-http2.js';
 import { adaptHttp2Request } from './http2-request.js';
 import { hstsValue, secureListener } from './secure-listener.js';
 import { recordRoutes } from './route-record.js';
@@ -59,7 +60,7 @@ export function publicListener(
       // deadline and minimum rate (limits/body-guard.ts); the gateway's own
       // endpoints get theirs here.
       const handler: RequestListener = (req, res) => {
-        // HTTP/2 (server.tls): the request made to read as HTTP/1.1's does (its host, its own socket).
+        // HTTP/2 (server.tls, or h2c): the request made to read as HTTP/1.1's does (its host, its own socket).
         if (req.httpVersionMajor === 2) adaptHttp2Request(req, res);
         if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
@@ -79,6 +80,7 @@ export function publicListener(
         server = createServer(arrivalTimeouts(headersTimeoutMs, 0), handler);
         // Fastify sets this only on servers it creates itself.
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+        if (config.server.http2.cleartext) acceptCleartextHttp2(server, handler, config.server.http2, KEEP_ALIVE_TIMEOUT_MS, logger);
       }
       limitConnections(
         server,

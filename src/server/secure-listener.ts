@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../http/tls-material.js';
 import { arrivalTimeouts } from './arrival.js';
-import { guardHttp2Sessions, type Http2Refusals } from './http2-sessions.js';
+import { drainSessionsWithServer, guardHttp2Sessions, type Http2Refusals } from './http2-sessions.js';
 import { reloadTlsOnChange, type TlsReload } from './tls-reload.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -88,7 +88,9 @@ export function secureListener(settings: ServerSettings, handler: RequestListene
     Object.assign(secure, timeouts, { keepAliveTimeout: keepAliveTimeoutMs });
     // An idle session is sent GOAWAY (its open streams finish, long polls included); no socket timeout, which would cut them.
     secure.on('session', (session) => session.setTimeout(keepAliveTimeoutMs, () => session.close()));
-    http2Refusals = guardHttp2Sessions(secure, settings.http2, logger);
+    const sessions = guardHttp2Sessions(secure, settings.http2, logger);
+    drainSessionsWithServer(secure, sessions);
+    http2Refusals = sessions.refusals;
     server = secure;
   } else {
     server = createHttpsServer({ ...connectionOptions, ...timeouts, ALPNProtocols: ['http/1.1'] }, handler);
