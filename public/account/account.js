@@ -15,6 +15,48 @@ const SESSION_OVER = 'Your session has expired or was ended. Please log in again
 let tokens = null;
 let renewTimer = undefined;
 
+// DPoP (RFC 9449): the page's tokens are bound to a key pair made here, whose
+// private key WebCrypto never hands out (extractable: false). Every call
+// carries a fresh proof signed with it, so a token a script injected into the
+// page carried away is refused anywhere else. Without WebCrypto (a page served
+// over plain HTTP to a host that is not this machine) the tokens stay bearer.
+let dpopKey = null;
+const utf8 = (text) => new TextEncoder().encode(text);
+const base64url = (bytes) =>
+  btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
+
+async function dpopKeyPair() {
+  if (!globalThis.crypto?.subtle) return null;
+  if (!dpopKey) {
+    const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
+    const { kty, crv, x, y } = await crypto.subtle.exportKey('jwk', pair.publicKey);
+    dpopKey = { privateKey: pair.privateKey, jwk: { kty, crv, x, y } };
+  }
+  return dpopKey;
+}
+
+/** A DPoP proof for one request (`token`: the access token it goes with), or null without WebCrypto. */
+async function proof(method, path, token) {
+  const key = await dpopKeyPair();
+  if (!key) return null;
+  const url = new URL(path, location.href);
+  const claims = { htm: method, htu: url.origin + url.pathname, jti: crypto.randomUUID(), iat: Math.floor(Date.now() / 1000) };
+  if (token) claims.ath = base64url(await crypto.subtle.digest('SHA-256', utf8(token)));
+  const signingInput = `${base64url(utf8(JSON.stringify({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk })))}.${base64url(utf8(JSON.stringify(claims)))}`;
+  // WebCrypto's ECDSA signature is r ‖ s, as JWS wants it.
+  const signature = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.privateKey, utf8(signingInput));
+  return `${signingInput}.${base64url(signature)}`;
+}
+
+/** The headers that prove the key for a token request, or none. */
+async function proofHeaders(method, path, token) {
+  const dpop = await proof(method, path, token);
+  return dpop ? { dpop } : {};
+}
+
 /** The `$message` of a Gatehouse error body, or a fallback. */
 async function messageOf(response, fallback) {
   try {
@@ -30,7 +72,7 @@ function say(text) {
 }
 
 function keep(tokenSet) {
-  tokens = { access: tokenSet.access_token, refresh: tokenSet.refresh_token ?? tokens?.refresh };
+  tokens = { access: tokenSet.access_token, refresh: tokenSet.refresh_token ?? tokens?.refresh, bound: tokenSet.token_type === 'DPoP' };
   clearTimeout(renewTimer);
   // Renewed a little before it runs out; a failed renewal asks to log in again.
   const inMs = Math.max(1, tokenSet.expires_in - 10) * 1000;
@@ -41,7 +83,7 @@ async function renew() {
   if (!tokens) return;
   const response = await fetch('/api/v1/auth/refresh', {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(tokens.bound ? await proofHeaders('POST', '/api/v1/auth/refresh') : {}) },
     body: JSON.stringify({ refresh_token: tokens.refresh }),
   }).catch(() => null);
   if (response?.ok) keep(await response.json());
@@ -50,7 +92,11 @@ async function renew() {
 
 /** A call with the access token; a 401 means the session is over. */
 async function api(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: { ...options.headers, authorization: `Bearer ${tokens.access}` } });
+  const access = tokens.access;
+  const credentials = tokens.bound
+    ? { authorization: `DPoP ${access}`, ...(await proofHeaders(options.method ?? 'GET', path, access)) }
+    : { authorization: `Bearer ${access}` };
+  const response = await fetch(path, { ...options, headers: { ...options.headers, ...credentials } });
   if (response.status === 401) {
     signedOut(SESSION_OVER);
     throw new Error('signed out');
@@ -83,7 +129,7 @@ async function logIn(event) {
   }
   const response = await fetch('/api/v1/auth/login', {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(await proofHeaders('POST', '/api/v1/auth/login').catch(() => ({}))) },
     body: JSON.stringify({ username, password }),
   }).catch(() => null);
   if (!response?.ok) {

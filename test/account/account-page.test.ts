@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_PAGE_CSP } from '../../src/account/account-page.js';
 import { ARTIFACTS_DIR, launchBrowser, type TestBrowser } from '../helpers/browser.js';
-import { postJson, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
+import { jwtPayload, postJson, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 
 let browser: TestBrowser;
@@ -123,6 +123,33 @@ describe('the account page', () => {
       // Tokens were never written anywhere a page can keep them.
       expect(await page.evaluate('localStorage.length + sessionStorage.length + document.cookie.length')).toBe(0);
       expect(cspViolations).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('binds its tokens to a DPoP key of its own: a token carried away from the page is refused elsewhere', async () => {
+    const page = await browser.browser.newPage();
+    try {
+      await page.goto(`${a.url}/account`);
+      const loggedIn = page.waitForResponse((response) => response.url().endsWith('/api/v1/auth/login'));
+      const accountCall = page.waitForRequest((request) => new URL(request.url()).pathname === '/api/v1/account');
+      await logInByKeyboard(page, 'alice-password-1');
+      const tokenSet = (await (await loggedIn).json()) as { access_token: string; refresh_token: string; token_type: string };
+      expect(tokenSet.token_type).toBe('DPoP');
+      expect(jwtPayload(tokenSet.refresh_token).cnf).toEqual({ jkt: expect.stringMatching(/^[\w-]{43}$/) });
+      // The page proves its key on every call.
+      const headers = (await accountCall).headers();
+      expect(headers.authorization).toBe(`DPoP ${tokenSet.access_token}`);
+      expect(headers.dpop).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+      await page.locator('#account').waitFor({ state: 'visible' });
+      // What an injected script could carry away: the tokens, never the key. Replayed from here, they are refused.
+      for (const token of [tokenSet.access_token, tokenSet.refresh_token]) {
+        const stolen = await fetch(`${a.url}/api/v1/account`, { headers: { authorization: `Bearer ${token}` } });
+        expect(stolen.status).toBe(401);
+      }
+      const replayed = await fetch(`${a.url}/api/v1/account`, { headers: { authorization: headers.authorization!, dpop: headers.dpop! } });
+      expect(replayed.status).toBe(401);
     } finally {
       await page.close();
     }
