@@ -16,6 +16,7 @@ import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, 
 import type { ClientAddress } from '../http/client-address.js';
 import type { Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
+import { TokenError } from '../tokens/types.js';
 import type { DpopNonces } from './nonces.js';
 import { comparableUrl, requestUrl } from './request-url.js';
 
@@ -41,14 +42,11 @@ export interface ProofExpectation {
   jkt?: string;
 }
 
-/** A refused proof; `reason` is a fixed text, safe for a client and a metric label. */
-export class DpopProofError extends Error {
-  readonly reason: string;
-
+/** A refused proof (a JWT refused, as a token is); `reason` is a fixed text, safe for a client and a metric label. */
+export class DpopProofError extends TokenError {
   constructor(reason: string, options?: { cause?: unknown }) {
     super(reason, options);
     this.name = 'DpopProofError';
-    this.reason = reason;
   }
 }
 
