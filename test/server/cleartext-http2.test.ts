@@ -9,7 +9,7 @@ import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { h2Request } from '../helpers/h2-client.js';
+import { h2Request, rapidResets } from '../helpers/h2-client.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 const run = promisify(execFile);
@@ -74,14 +74,7 @@ describe('h2c on the plain listener', () => {
 
   it('refuses the rapid-reset pattern on h2c too', async () => {
     const attacker = await h2cSession(gw.url);
-    const goaway = once(attacker, 'goaway') as Promise<[number]>;
-    for (let i = 0; i < RESET_BOUND * 4; i += 1) {
-      const stream = attacker.request({ ':method': 'GET', ':path': `/open/${i}` });
-      stream.on('error', () => undefined);
-      stream.close(constants.NGHTTP2_CANCEL);
-    }
-    const [code] = await goaway;
-    expect(code).toBe(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    expect(await rapidResets(attacker, RESET_BOUND * 4, '/open/')).toBe(constants.NGHTTP2_ENHANCE_YOUR_CALM);
     attacker.destroy();
   });
 });
