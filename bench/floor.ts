@@ -1,7 +1,8 @@
 // How close an authenticated proxied request comes to the Node floor, and
 // what each feature adds, in one run: the floor is the simplest Node proxy
-// (node:http server, http-proxy over a keep-alive http.Agent, no checks;
-// bench/servers/bare-http-proxy.mjs), and every Gatehouse row checks a cached
+// (a node:http server piping each request through a keep-alive http.Agent,
+// no checks: bench/servers/node-floor.mjs; http-proxy on the same agent, the
+// proxy section's baseline, is a row beside it), and every Gatehouse row checks a cached
 // access token with the access line and metrics on (their defaults) unless
 // its name says otherwise. Rows are interleaved round by round; the figure is
 // CPU µs per request of the serving process (steadier than req/s, which moves
@@ -18,7 +19,7 @@ import { measure, settingsFromEnv, type Subject } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults } from './lib/report.js';
 
-const FLOOR = 'Node floor (node:http + http-proxy, keep-alive, no checks)';
+const FLOOR = 'Node floor (node:http + keep-alive http.Agent, no checks)';
 const GATEHOUSE = 'gatehouse, defaults (access line, metrics)';
 const say = (line: string) => process.stdout.write(`[floor] ${line}\n`);
 
@@ -30,9 +31,10 @@ export async function runFloorSection(): Promise<boolean> {
   try {
     redis = await startRedisServer();
     const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
-    const floor = await startServer('node-floor', ['bench/servers/bare-http-proxy.mjs'], { TARGET: upstream.url });
+    const floor = await startServer('node-floor', ['bench/servers/node-floor.mjs'], { TARGET: upstream.url });
+    const httpProxy = await startServer('bare-http-proxy', ['bench/servers/bare-http-proxy.mjs'], { TARGET: upstream.url });
     const sink = await startServer('otlp-sink', ['bench/servers/otlp-sink.mjs']);
-    servers.push(upstream, floor, sink);
+    servers.push(upstream, floor, httpProxy, sink);
     const routes = [
       { prefix: '/plain', upstreams: [upstream.url] },
       { prefix: '/ruled', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } },
@@ -54,6 +56,7 @@ export async function runFloorSection(): Promise<boolean> {
     });
     const subjects: Subject[] = [
       { name: FLOOR, url: `${floor.url}/items/1`, cpuMicros: floor.cpuMicros },
+      { name: 'http-proxy on the same agent (no checks)', url: `${httpProxy.url}/items/1`, cpuMicros: httpProxy.cpuMicros },
       row(GATEHOUSE, main, '/plain/items/1', mainHeaders),
       row('gatehouse, access line off', quiet, '/plain/items/1', quietHeaders),
       row('gatehouse, tracing on (OTLP export)', traced, '/plain/items/1', tracedHeaders),

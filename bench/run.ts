@@ -1,6 +1,6 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion, upstream-tls (all by default), and builds
+// Sections: auth, floor, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion, upstream-tls (all by default), and builds
 // (two builds in one run, with BENCH_BASELINE_REF; only when named) and profile (a CPU profile of the hot path; only when named). BENCH_DURATION_S and
 // BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
 // fixed-rate latency run (default 1000 req/s).
@@ -13,6 +13,7 @@ import { runDpopSection } from './dpop.js';
 import { buildGatehouse } from './lib/gatehouse.js';
 import { runEnginesSection } from './engines.js';
 import { runFloodSection } from './flood.js';
+import { runFloorSection } from './floor.js';
 import { runJsonBodySection } from './json-body.js';
 import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
@@ -36,6 +37,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   paths: runPathsSection,
   builds: runBuildsSection,
   flood: runFloodSection,
+  floor: runFloorSection,
   limits: runLimitsSection,
   authz: runAuthzSection,
   dpop: runDpopSection,
