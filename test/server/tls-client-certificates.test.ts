@@ -1,10 +1,11 @@
-// Client certificates on the TLS listener (server.tls.clientCertificates), and
-// how an HTTP/2 connection ends when the gateway stops.
+// Client certificates on the TLS listener (server.tls.clientCertificates), the
+// versions and suites it agrees to, and how an HTTP/2 connection ends when the gateway stops.
 import { once } from 'node:events';
 import { connect } from 'node:http2';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -130,5 +131,40 @@ describe('stopping with HTTP/2 connections open', () => {
     await goaway;
     session.destroy();
     rmSync(gw.dir, { recursive: true, force: true });
+  });
+});
+
+describe('TLS versions and suites', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      config: {
+        server: { tls: { certFile: server.certFile, keyFile: server.keyFile } },
+        routes: [{ name: 'open', prefix: '/open', upstreams: [up.url], auth: 'none' }],
+      },
+    });
+  });
+  afterAll(() => gw?.close());
+
+  /** A handshake with these client options: the protocol and suite agreed, or the error. */
+  function handshake(options: ConnectionOptions): Promise<{ protocol: string | null; cipher: string } | Error> {
+    return new Promise((resolve) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: Number(new URL(gw.url).port), ca: server.cert, servername: 'localhost', ...options }, () => {
+        resolve({ protocol: socket.getProtocol(), cipher: socket.getCipher().name });
+        socket.destroy();
+      });
+      socket.on('error', (error) => resolve(error));
+    });
+  }
+
+  it('agrees TLS 1.3 with a modern client, and still TLS 1.2 with AEAD suites', async () => {
+    expect(await handshake({})).toMatchObject({ protocol: 'TLSv1.3' });
+    expect(await handshake({ maxVersion: 'TLSv1.2' })).toMatchObject({ protocol: 'TLSv1.2', cipher: expect.stringMatching(/GCM|CHACHA20/) });
+  });
+
+  it('refuses a client that offers only CBC suites (weak ciphers)', async () => {
+    const result = await handshake({ maxVersion: 'TLSv1.2', ciphers: 'ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA384:ECDHE-ECDSA-AES128-SHA' });
+    expect(result).toBeInstanceOf(Error);
   });
 });
