@@ -93,6 +93,8 @@ export const DEFAULT_LOAD_SHEDDING_SAMPLE_INTERVAL_MS = 500;
 export const DEFAULT_SHED_UNAUTHENTICATED_AT_DELAY_MS = 50;
 export const DEFAULT_SHED_ALL_AT_DELAY_MS = 1_000;
 export const DEFAULT_LOAD_SHEDDING_COOL_DOWN_MS = 2_000;
+/** A flood keeps the loop busy nearly all the time; a starved process is late but mostly idle. */
+export const DEFAULT_LOAD_SHEDDING_MIN_UTILIZATION = 0.8;
 export const DEFAULT_LOAD_SHEDDING_RETRY_AFTER_S = 1;
 
 export const DEFAULT_UPSTREAM_CONNECT_TIMEOUT_MS = 5_000;

@@ -50,6 +50,11 @@ export const LoadSheddingSchema = z
     shedUnauthenticatedAtDelayMs: positiveInt.default(d.DEFAULT_SHED_UNAUTHENTICATED_AT_DELAY_MS),
     /** Event-loop delay from which every request on the public listener is refused, cached tokens included; 0: never. */
     shedAllAtDelayMs: nonNegativeInt.default(d.DEFAULT_SHED_ALL_AT_DELAY_MS),
+    /**
+     * The share of the interval this process's loop must have been busy (0 to 1) for a late loop to shed anything:
+     * a loop late because the machine is busy with other processes, while this one mostly waits, gains nothing from refusing work.
+     */
+    minUtilization: z.number().min(0).max(1).default(d.DEFAULT_LOAD_SHEDDING_MIN_UTILIZATION),
     /** How long shedding goes on after the last late reading: a flood that shedding calmed does not come straight back. */
     coolDownMs: nonNegativeInt.default(d.DEFAULT_LOAD_SHEDDING_COOL_DOWN_MS),
     /** The `Retry-After` seconds of a shed request's 503. */

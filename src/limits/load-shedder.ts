@@ -147,9 +147,10 @@ export class LoadShedder extends EventEmitter<LoadShedderEvents> {
   /** Sets the level from one reading (the sampler's, every interval; a test's own). */
   judge(reading: LoopReading): void {
     if (!this.#settings.enabled) return;
-    const { shedUnauthenticatedAtDelayMs, shedAllAtDelayMs, coolDownMs } = this.#settings;
+    const { shedUnauthenticatedAtDelayMs, shedAllAtDelayMs, coolDownMs, minUtilization } = this.#settings;
     this.#reading = reading;
-    const wanted = shedAllAtDelayMs !== 0 && reading.delayMs >= shedAllAtDelayMs ? 2 : reading.delayMs >= shedUnauthenticatedAtDelayMs ? 1 : 0;
+    const busy = reading.utilization >= minUtilization;
+    const wanted = !busy ? 0 : shedAllAtDelayMs !== 0 && reading.delayMs >= shedAllAtDelayMs ? 2 : reading.delayMs >= shedUnauthenticatedAtDelayMs ? 1 : 0;
     const now = this.#now();
     // Up at once; down a level only once its cool-down since its last late reading is over.
     if (wanted >= 1) this.#lateUntil[1] = now + coolDownMs;

@@ -12,6 +12,7 @@ const SETTINGS: LoadSheddingSettings = {
   shedUnauthenticatedAtDelayMs: 50,
   shedAllAtDelayMs: 1000,
   coolDownMs: 2000,
+  minUtilization: 0.8,
   retryAfterS: 1,
 };
 
@@ -31,6 +32,21 @@ afterEach(() => {
 });
 
 describe('load shedder', () => {
+  it('sheds nothing while the loop is late but this process mostly waits (the machine is busy with others)', () => {
+    vi.useFakeTimers();
+    const gauge = new FakeGauge();
+    const shedder = new LoadShedder(SETTINGS, gauge);
+    vi.advanceTimersByTime(500); // the start's reading, not judged
+    gauge.next = { delayMs: 1200, utilization: 0.3 };
+    vi.advanceTimersByTime(500);
+    expect(shedder.state).toEqual({ shedding: 'none', delayMs: 1200, utilization: 0.3 });
+    // The same lateness with the loop busy: this process is the one overloaded.
+    gauge.next = { delayMs: 1200, utilization: 0.95 };
+    vi.advanceTimersByTime(500);
+    expect(shedder.shedsAll).toBe(true);
+    shedder.close();
+  });
+
   it('reads the loop every interval after the first: up a level at once, down only after the cool-down since the last late reading', () => {
     vi.useFakeTimers();
     const gauge = new FakeGauge();
