@@ -14,19 +14,11 @@ import { join } from 'node:path';
 import { makeTlsPair } from '../test/helpers/tls-pair.js';
 import { BENCH_PASSWORD, BENCH_USER, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { h2Load } from './lib/h2-load.js';
-import { load } from './lib/load.js';
-import { settingsFromEnv, type MeasureSettings } from './lib/measure.js';
+import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
-import { median } from './lib/stats.js';
 
 const BASELINE = 'bare http-proxy, plain HTTP/1.1 (no auth)';
-
-interface TlsSubject {
-  name: string;
-  cpuMicros(): number;
-  run(connections: number, durationS: number): Promise<{ requests: number; rps: number; p50Ms: number; p99Ms: number; errors: number }>;
-}
 
 /** The login over TLS: fetch would refuse the bench's self-signed certificate. */
 function loginOverTls(url: string, ca: Buffer): Promise<string> {
@@ -59,7 +51,8 @@ async function whenServed<T>(login: () => Promise<T>): Promise<T> {
 }
 
 export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): Promise<Row[]> {
-  const settings = settingsFromEnv(overrides);
+  // No fixed-rate run: autocannon's pacing speaks HTTP/1.1 only; the rows are compared at full load and at c=1.
+  const settings = settingsFromEnv({ fixedRate: 0, ...overrides });
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-tls-'));
   const servers: Array<ServerProcess | GatehouseProcess> = [];
   try {
@@ -67,7 +60,7 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
     const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
     servers.push(upstream);
     const bare = await startServer('bare-http-proxy', ['bench/servers/bare-http-proxy.mjs'], { TARGET: upstream.url });
-    const bareTls = await startServer('bare-tls-proxy', ['bench/servers/bare-tls-proxy.mjs'], {
+    const bareTls = await startServer('bare-tls-proxy', ['bench/servers/bare-http-proxy.mjs'], {
       TARGET: upstream.url,
       CERT_FILE: pair.certFile,
       KEY_FILE: pair.keyFile,
@@ -81,61 +74,27 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
     const plainToken = (await whenServed(() => loginTokens(plain.url))).access_token;
     const secureToken = await whenServed(() => loginOverTls(secureUrl, pair.cert));
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-    const http1 =
-      (url: string, headers: Record<string, string> = {}) =>
-      (connections: number, durationS: number) =>
-        load(url, { connections, durationS, headers });
+    // As many requests in flight as the HTTP/1.1 rows, `perConnection` of them on each connection.
     const h2 = (perConnection: number) => (connections: number, durationS: number) =>
       h2Load(`${secureUrl}/items/1`, {
         connections: Math.max(1, Math.round(connections / perConnection)),
-        streams: perConnection,
+        streams: Math.min(perConnection, connections),
         durationS,
         headers: bearer(secureToken),
         ca: pair.cert,
       });
-
-    const subjects: TlsSubject[] = [
-      { name: BASELINE, cpuMicros: bare.cpuMicros, run: http1(`${bare.url}/items/1`) },
-      {
-        name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)',
-        cpuMicros: bareTls.cpuMicros,
-        run: http1(`${bareTls.url.replace('http://', 'https://')}/items/1`),
-      },
-      { name: 'gatehouse, plain HTTP/1.1', cpuMicros: plain.cpuMicros, run: http1(`${plain.url}/items/1`, bearer(plainToken)) },
-      { name: 'gatehouse, TLS HTTP/1.1', cpuMicros: secure.cpuMicros, run: http1(`${secureUrl}/items/1`, bearer(secureToken)) },
-      { name: 'gatehouse, h2 (1 stream per connection)', cpuMicros: secure.cpuMicros, run: h2(1) },
-      { name: 'gatehouse, h2 (10 streams per connection)', cpuMicros: secure.cpuMicros, run: h2(10) },
+    const bareTlsUrl = bareTls.url.replace('http://', 'https://');
+    const subjects: Subject[] = [
+      { name: BASELINE, url: `${bare.url}/items/1`, cpuMicros: bare.cpuMicros },
+      { name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)', url: `${bareTlsUrl}/items/1`, cpuMicros: bareTls.cpuMicros },
+      { name: 'gatehouse, plain HTTP/1.1', url: `${plain.url}/items/1`, headers: bearer(plainToken), cpuMicros: plain.cpuMicros },
+      { name: 'gatehouse, TLS HTTP/1.1', url: `${secureUrl}/items/1`, headers: bearer(secureToken), cpuMicros: secure.cpuMicros },
+      { name: 'gatehouse, h2 (1 stream per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(1) },
+      { name: 'gatehouse, h2 (10 streams per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(10) },
     ];
-    const samples = subjects.map(() => ({ rps: [] as number[], p50: [] as number[], p99: [] as number[], cpu: [] as number[], errors: 0 }));
     const loadBefore = loadavg();
-    for (let round = 0; round < settings.rounds; round++) {
-      for (const [i, subject] of subjects.entries()) {
-        await subject.run(settings.connections, 1); // warm-up
-        const before = subject.cpuMicros();
-        const result = await subject.run(settings.connections, settings.durationS);
-        const sample = samples[i]!;
-        sample.rps.push(result.rps);
-        sample.p50.push(result.p50Ms);
-        sample.p99.push(result.p99Ms);
-        sample.cpu.push((subject.cpuMicros() - before) / Math.max(1, result.requests));
-        sample.errors += result.errors;
-        process.stdout.write(
-          `[bench]   round ${round + 1}/${settings.rounds} ${subject.name}: ${result.rps.toFixed(0)} req/s, ${sample.cpu.at(-1)!.toFixed(0)} µs CPU/req\n`,
-        );
-      }
-    }
+    const rows = await measure(subjects, settings);
     const loadAfter = loadavg();
-    const rows: Row[] = subjects.map((subject, i) => {
-      const sample = samples[i]!;
-      return {
-        name: subject.name,
-        rps: median(sample.rps),
-        p50Ms: median(sample.p50),
-        p99Ms: median(sample.p99),
-        cpuUsPerRequest: median(sample.cpu),
-        errors: sample.errors,
-      };
-    });
     const loadNote = `load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after`;
     printTable(`TLS and HTTP/2 (c=${settings.connections}, ${settings.rounds}×${settings.durationS} s, medians; ${loadNote})`, rows, BASELINE);
     writeResults('tls', { settings, loadBefore, loadAfter, rows });

@@ -2,7 +2,7 @@
 // c=N, then at c=1 and at a fixed moderate rate, each run after a warm-up and
 // each figure the median of its rounds (so one noisy round cannot decide), and
 // CPU per request from the serving process.
-import { load } from './load.js';
+import { load, type LoadResult } from './load.js';
 import { paced } from './paced.js';
 import type { Row } from './report.js';
 import { median } from './stats.js';
@@ -13,6 +13,16 @@ export interface Subject {
   headers?: Record<string, string>;
   /** CPU microseconds the serving process has used so far. */
   cpuMicros(): number;
+  /**
+   * Drives the load itself (an HTTP/2 client: bench/lib/h2-load.ts) instead of
+   * wrk or autocannon on `url`; such a row has no fixed-rate run (autocannon's).
+   */
+  run?(connections: number, durationS: number): Promise<Pick<LoadResult, 'requests' | 'rps' | 'p50Ms' | 'p99Ms' | 'errors'>>;
+}
+
+/** One run on a subject: its own driver, or wrk/autocannon on its URL. */
+function drive(subject: Subject, connections: number, durationS: number) {
+  return subject.run !== undefined ? subject.run(connections, durationS) : load(subject.url, { connections, durationS, headers: subject.headers ?? {} });
 }
 
 export interface MeasureSettings {
@@ -58,12 +68,12 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
   // A second of load before every measured run: a process that sat idle while
   // the other rows ran has had its heap shrunk by V8 and starts slower (the
   // first of several rows on one process always came out lowest without it).
-  const warm = (subject: Subject) => load(subject.url, { connections: settings.connections, durationS: 1, headers: headersOf(subject) });
+  const warm = (subject: Subject) => drive(subject, settings.connections, 1);
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, subject] of subjects.entries()) {
       await warm(subject);
       const before = subject.cpuMicros();
-      const result = await load(subject.url, { connections: settings.connections, durationS: settings.durationS, headers: headersOf(subject) });
+      const result = await drive(subject, settings.connections, settings.durationS);
       const sample = samples[i]!;
       sample.rps.push(result.rps);
       sample.p50.push(result.p50Ms);
@@ -81,11 +91,11 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
     for (const [i, subject] of subjects.entries()) {
       const sample = samples[i]!;
       await warm(subject);
-      const single = await load(subject.url, { connections: 1, durationS: shortS, headers: headersOf(subject) });
+      const single = await drive(subject, 1, shortS);
       sample.c1P50.push(single.p50Ms);
       sample.c1P99.push(single.p99Ms);
       sample.errors += single.errors;
-      if (settings.fixedRate > 0) {
+      if (settings.fixedRate > 0 && subject.run === undefined) {
         const fixed = await paced(subject.url, { rate: settings.fixedRate, durationS: shortS, headers: headersOf(subject) });
         sample.fixedP50.push(fixed.p50Ms);
         sample.fixedP99.push(fixed.p99Ms);
