@@ -1,9 +1,9 @@
 // Gatehouse as the benchmarks run it: the built `dist/`, a process of its
 // own, a temporary config with one user (default scrypt cost) and an API key.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { generateApiKey } from '../../src/identity/api-keys.js';
 import { hashPassword } from '../../src/identity/passwords.js';
@@ -31,6 +31,8 @@ export function buildGatehouse(): void {
   for (const project of ['tsconfig.build.json', 'tsconfig.bench.json']) {
     execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', project], { stdio: 'inherit' });
   }
+  // The account page's files are found two levels above its module, as from dist/account/: dist-bench/public.
+  if (!existsSync('dist-bench/public')) symlinkSync(resolve('public'), 'dist-bench/public');
 }
 
 export interface StartOptions {
