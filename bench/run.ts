@@ -1,9 +1,11 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
-// Sections: auth, floor, proxy, engines, async, memory, credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls, assertion, upstream-tls (all by default), and builds
-// (two builds in one run, with BENCH_BASELINE_REF; only when named) and profile (a CPU profile of the hot path; only when named). BENCH_DURATION_S and
-// BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds); BENCH_FIXED_RATE sets the
-// fixed-rate latency run (default 1000 req/s).
+// Sections, all by default: auth, floor, proxy, engines, async, memory,
+// credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls,
+// assertion, upstream-tls. Only when named: builds (two builds in one run, with
+// BENCH_BASELINE_REF) and profile (a CPU profile of the hot path).
+// BENCH_DURATION_S and BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds);
+// BENCH_FIXED_RATE sets the fixed-rate latency run (default 1000 req/s).
 import { runAssertionSection } from './assertion.js';
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
