@@ -224,10 +224,12 @@ describe('users held in the store: three instances, no shared file, one Redis', 
   });
 
   it('`apikeys create` and `revoke` on A: the operator key logs in on B, and once revoked its session is refused on B and C', async () => {
+    const heardOnB = nextIdentityChange(b.gateway.identity);
     const created = await gatehouse(a, ['apikeys', 'create', 'alice', '--label', 'ci']);
     expect(created, created.stderr).toMatchObject({ code: 0 });
     const key = created.stdout.trim();
-    // The key is in the store, which B read when the creation was announced: it logs in there at once.
+    // The key is in the store, which B reads again when the creation is announced: once it has, the key logs in there.
+    await heardOnB;
     const viaKey = (await login(b.url, 'alice', key)).access_token;
     expect(await statuses('/orders/1', viaKey)).toStrictEqual([200, 200, 200]);
     const listed = JSON.parse((await gatehouse(c, ['apikeys', 'list', 'alice', '--json'])).stdout) as { id: string; where: string }[];
