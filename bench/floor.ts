@@ -39,6 +39,7 @@ export async function runFloorSection(): Promise<boolean> {
       { prefix: '/plain', upstreams: [upstream.url] },
       { prefix: '/ruled', upstreams: [upstream.url], authorize: { anyRole: ['reader'] } },
       { prefix: '/limited', upstreams: [upstream.url], rateLimit: { points: 1_000_000_000, durationS: 60 } },
+      { prefix: '/asserted', upstreams: [upstream.url], identityAssertion: { lifetimeS: 60 } },
     ];
     const store = { url: redis.url };
     const authorization = { roles: ['reader'] };
@@ -62,6 +63,7 @@ export async function runFloorSection(): Promise<boolean> {
       row('gatehouse, tracing on (OTLP export)', traced, '/plain/items/1', tracedHeaders),
       row('gatehouse, route with a role rule', main, '/ruled/items/1', mainHeaders),
       row('gatehouse, route with a rate limit (Redis)', main, '/limited/items/1', mainHeaders),
+      row('gatehouse, route with a signed identity assertion', main, '/asserted/items/1', mainHeaders),
     ];
     say(`${subjects.length} rows, ${settings.rounds} interleaved rounds of ${settings.durationS} s at c=${settings.connections}, then c=1`);
     const rows = await measure(subjects, settings);
