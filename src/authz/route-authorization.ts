@@ -4,10 +4,13 @@
 // (the identity provider's current grants), so taking a role away stops it
 // on every instance as soon as the users file is read there, as disabling a
 // user does; a role given takes effect with the next refresh. A read-only API
-// key's tokens may only use the safe methods, on every route.
+// key's tokens may only use the safe methods, on every route. A rule may also
+// name the client certificates (mTLS) whose connections may use the route.
+import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
+import { verifiedClientSubject } from '../proxy/client-certificate.js';
 import type { RouteGuard } from '../proxy/plug-ins.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 
@@ -18,6 +21,7 @@ interface Rule {
   anyRole?: readonly string[] | undefined;
   allRoles?: readonly string[] | undefined;
   scopes?: readonly string[] | undefined;
+  clientSubjects?: readonly string[] | undefined;
 }
 
 /** RFC 6750 3.1: the challenge of a token that is valid but not enough. */
@@ -36,8 +40,8 @@ export class RouteAuthorization implements RouteGuard {
     this.#identity = identity;
   }
 
-  /** Throws a 403 GatehouseError when `principal` may not use `route` with `method`; synchronous. */
-  check(route: CompiledRoute, method: string, principal: Principal): void {
+  /** Throws a 403 GatehouseError when `principal` may not use `route` with `method` (from `req`'s connection); synchronous. */
+  check(route: CompiledRoute, method: string, principal: Principal, req: IncomingMessage): void {
     if (principal.readOnly && !SAFE_METHODS.has(method)) throw insufficient('this API key may only read (GET, HEAD, OPTIONS)');
     const authorize = route.config.authorize;
     if (authorize === undefined) return;
@@ -55,6 +59,13 @@ export class RouteAuthorization implements RouteGuard {
     // A token not narrowed by scope (a password login) holds every scope.
     if (rule.scopes !== undefined && principal.scopes !== undefined && !rule.scopes.every((scope) => principal.scopes!.includes(scope))) {
       throw insufficient(`needs the scopes ${rule.scopes.join(', ')}`, rule.scopes);
+    }
+    // Read only when a rule names subjects: the certificate is the connection's, verified at its handshake.
+    if (rule.clientSubjects !== undefined) {
+      const subject = verifiedClientSubject(req);
+      if (subject === undefined || !rule.clientSubjects.includes(subject)) {
+        throw gatehouseError('insufficient_scope', { reason: 'needs a client certificate with one of the subjects this route names' });
+      }
     }
   }
 

@@ -17,12 +17,15 @@ interface NamedLists {
   anyRole?: string[] | undefined;
   allRoles?: string[] | undefined;
   scopes?: string[] | undefined;
+  clientSubjects?: string[] | undefined;
 }
 
+/** `clientCertificates`: whether the listener asks clients for certificates at all (a rule naming subjects needs it). */
 export function checkRouteRules(
   routes: ReadonlyArray<{ auth?: string | undefined; authorize?: (NamedLists & { methods?: Partial<Record<string, NamedLists>> | undefined }) | undefined }>,
   declared: { roles: readonly string[]; scopes: readonly string[] },
   issues: Issues,
+  clientCertificates = false,
 ): void {
   const roles = new Set(declared.roles);
   const scopes = new Set(declared.scopes);
@@ -48,6 +51,10 @@ export function checkRouteRules(
         if (!scopes.has(scope))
           issues.push({ code: 'custom', path: [...path, 'scopes', i], message: `unknown scope "${scope}": declare it in authorization.scopes`, input: scope });
       });
+      if (rule.clientSubjects !== undefined && !clientCertificates) {
+        const message = 'no client would ever have a certificate: set server.tls.clientCertificates';
+        issues.push({ code: 'custom', path: [...path, 'clientSubjects'], message, input: rule.clientSubjects });
+      }
     }
   });
 }

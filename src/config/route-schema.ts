@@ -14,9 +14,12 @@ export const RateLimitSchema = z.strictObject({
   durationS: positiveInt.meta(help("the window's length in seconds", '60')),
 });
 
+/** Client certificate subjects, as the gateway forwards them (RFC 4514 order of the certificate, comma-separated). */
+const ClientSubjectsSchema = z.array(z.string().min(1).max(1024)).min(1);
+
 /**
  * Who may use a route (or one method of it): any of `anyRole`, all of
- * `allRoles`, and every one of `scopes`. Each list that is given must be met.
+ * `allRoles`, every one of `scopes`, and one of `clientSubjects`. Each list that is given must be met.
  */
 export const AccessRuleSchema = z
   .strictObject({
@@ -26,9 +29,11 @@ export const AccessRuleSchema = z
     allRoles: z.array(RoleNameSchema).min(1).optional(),
     /** The token (or API key) needs every one of these scopes. */
     scopes: z.array(RoleNameSchema).min(1).optional(),
+    /** The connection's client certificate, verified by `server.tls.clientCertificates`, needs one of these subjects. */
+    clientSubjects: ClientSubjectsSchema.optional(),
   })
-  .refine((rule) => rule.anyRole !== undefined || rule.allRoles !== undefined || rule.scopes !== undefined, {
-    error: 'names none of anyRole, allRoles, scopes',
+  .refine((rule) => rule.anyRole !== undefined || rule.allRoles !== undefined || rule.scopes !== undefined || rule.clientSubjects !== undefined, {
+    error: 'names none of anyRole, allRoles, scopes, clientSubjects',
   });
 
 /** A route's rule, and rules of their own for some methods (which replace it for them). */
@@ -39,6 +44,11 @@ export const AuthorizeSchema = z.strictObject({
   allRoles: z.array(RoleNameSchema).min(1).optional(),
   /** The token (or API key) needs every one of these scopes (names declared in `authorization.scopes`). */
   scopes: z.array(RoleNameSchema).min(1).optional(),
+  /**
+   * The connection's client certificate (mTLS, `server.tls.clientCertificates`) must be verified and its subject one of
+   * these, written as the gateway forwards it in X-Gatehouse-Client-Subject (`CN=build-agent,O=Example`); without one, 403.
+   */
+  clientSubjects: ClientSubjectsSchema.optional(),
   /** Rules of their own for some methods, each replacing the route's rule for its method. */
   methods: z.partialRecord(z.enum(HTTP_METHODS), AccessRuleSchema).optional(),
 });

@@ -45,7 +45,7 @@ export function createConfigSchema(checks: ContentChecks) {
         .default([]),
     })
     .superRefine((value, ctx) => checkKeysFile(value, ctx.issues), { when: always })
-    .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues))
+    .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues, ctx.value.server.tls?.clientCertificates !== undefined))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
     .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))
     .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues))

@@ -100,13 +100,13 @@ export class Admission {
     const method = req.method ?? 'GET';
     if (!(checked instanceof Promise)) {
       record.principal = checked;
-      this.#authorization?.check(route, method, checked);
+      this.#authorization?.check(route, method, checked, req);
       return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
     }
     return checked.then(
       (principal) => {
         record.principal = principal;
-        this.#authorization?.check(route, method, principal);
+        this.#authorization?.check(route, method, principal, req);
         return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
       },
       (error: unknown) => {
@@ -122,10 +122,10 @@ export class Admission {
     );
   }
 
-  /** Whether the route's rule (or a read-only key) still lets `principal` use `method`: open tunnels ask again when users change. */
-  allows(route: CompiledRoute, method: string, principal: Principal): boolean {
+  /** Whether the route's rule (or a read-only key) still lets `principal` use `method` on `req`'s connection: open tunnels ask again when users change. */
+  allows(route: CompiledRoute, method: string, principal: Principal, req: IncomingMessage): boolean {
     try {
-      this.#authorization?.check(route, method, principal);
+      this.#authorization?.check(route, method, principal, req);
       return true;
     } catch {
       return false;

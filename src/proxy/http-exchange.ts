@@ -90,7 +90,7 @@ export class HttpExchange implements Admitted, Holding {
   /** Whether the route's rule still admits the caller (a role taken away ends the exchange). */
   stillAllowed(): boolean {
     const { route, principal } = this;
-    return route === undefined || principal === null || this.context.admission.allows(route, this.req.method ?? 'GET', principal);
+    return route === undefined || principal === null || this.context.admission.allows(route, this.req.method ?? 'GET', principal, this.req);
   }
 
   /** Its session ended (session-holdings.ts): ends the client's side as far as it got, and the upstream's. */

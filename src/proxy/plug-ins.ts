@@ -1,14 +1,17 @@
 // The small interfaces the proxy's plug-ins implement. The proxy declares
 // what it asks of them and imports none of them: authz/ says who may use a
 // route, requests/ takes over a 202. The composition root hands them in.
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Principal } from '../core/principal.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 import type { UpstreamResponse } from './engine.js';
 
-/** Whether the caller may use a route with a method (authz/); throws a 403 GatehouseError, synchronously. */
+/**
+ * Whether the caller may use a route with a method (authz/); throws a 403 GatehouseError, synchronously.
+ * `req`: its connection's client certificate, for rules that name one.
+ */
 export interface RouteGuard {
-  check(route: CompiledRoute, method: string, principal: Principal): void;
+  check(route: CompiledRoute, method: string, principal: Principal, req: IncomingMessage): void;
 }
 
 /** What the proxy knows about the exchange a 202 answers. */

@@ -212,7 +212,7 @@ export class WebSocketProxy {
       kind: 'websocket',
       principal: principal ?? null,
       end: (reason) => endTunnel(accepted, upstream, reason),
-      ...(principal && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal) }),
+      ...(principal && route.config.authorize !== undefined && { stillAllowed: () => this.#options.admission.allows(route, 'GET', principal, req) }),
     };
     this.#holdings.add(tunnel, route.config.closeWebSocketOnExpiry);
     accepted.once('close', () => {

@@ -38,17 +38,32 @@ async function get(url: string, identity?: TlsPair): Promise<number> {
 }
 
 /** The same, with the headers the (echoing) upstream received. */
-function call(url: string, identity?: TlsPair, headers: Record<string, string> = {}): Promise<{ status: number; seen: Record<string, string> }> {
+async function call(url: string, identity?: TlsPair, headers: Record<string, string> = {}): Promise<{ status: number; seen: Record<string, string> }> {
+  const { status, body } = await send(url, { identity, headers });
+  return { status, seen: status === 200 ? (JSON.parse(body) as { headers: Record<string, string> }).headers : {} };
+}
+
+/** One HTTPS request on a connection of its own, with this client certificate (or none): its status and body. */
+function send(
+  url: string,
+  how: { identity?: TlsPair | undefined; headers?: Record<string, string>; method?: string; body?: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const options = { agent: false, ca: server.cert, servername: 'localhost', headers, ...(identity && { cert: identity.cert, key: identity.key }) };
+    const { identity, headers = {}, method = 'GET' } = how;
+    const options = { method, agent: false, ca: server.cert, servername: 'localhost', headers, ...(identity && { cert: identity.cert, key: identity.key }) };
     const req = httpsRequest(url, options, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, seen: (JSON.parse(body) as { headers: Record<string, string> }).headers }));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(how.body);
   });
+}
+
+/** The listener asking for client certificates, serving clients without one too. */
+function optionalCertificates() {
+  return { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCertificates: { caFile: client.certFile, required: false } } };
 }
 
 describe('client certificates required', () => {
@@ -90,7 +105,7 @@ describe('client certificates optional', () => {
   beforeAll(async () => {
     gw = await startTestGateway({
       config: {
-        server: { tls: { certFile: server.certFile, keyFile: server.keyFile, clientCertificates: { caFile: client.certFile, required: false } } },
+        server: optionalCertificates(),
         routes: [{ name: 'open', prefix: '/open', upstreams: [up.url], auth: 'none' }],
       },
     });
@@ -111,6 +126,48 @@ describe('client certificates optional', () => {
     const withCertificate = await call(`${gw.url}/open/x`, client, forged);
     expect(withCertificate.seen['x-gatehouse-client-subject']).toBe('CN=trusted-client');
     expect(Object.keys(withCertificate.seen).filter((name) => /client.subject/i.test(name))).toEqual(['x-gatehouse-client-subject']);
+  });
+});
+
+describe('a route whose rule names client certificate subjects (routes[].authorize.clientSubjects)', () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      config: {
+        server: optionalCertificates(),
+        routes: [{ name: 'agents', prefix: '/agents', upstreams: [up.url], authorize: { clientSubjects: ['CN=trusted-client'] } }],
+      },
+    });
+  });
+  afterAll(() => gw?.close());
+
+  /** alice's access token, by a login over TLS without a client certificate (the listener asks, not requires, one). */
+  async function aliceToken(): Promise<string> {
+    const body = JSON.stringify({ username: 'alice', password: 'alice-password-1' });
+    const answer = await send(`${gw.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return (JSON.parse(answer.body) as { access_token: string }).access_token;
+  }
+
+  it('lets in a valid token only from a connection whose verified certificate has one of the subjects', async () => {
+    const authorization = `Bearer ${await aliceToken()}`;
+    expect((await call(`${gw.url}/agents/x`, client, { authorization })).status).toBe(200);
+    // The same token without a certificate, or with one the CA bundle does not sign (its subject is never believed): 403.
+    expect((await call(`${gw.url}/agents/x`, undefined, { authorization }).catch(() => ({ status: -1 }))).status).toBe(403);
+    expect((await call(`${gw.url}/agents/x`, stranger, { authorization }).catch(() => ({ status: -1 }))).status).toBe(403);
+    // A subject header written by the client is no certificate.
+    const forged = { authorization, 'x-gatehouse-client-subject': 'CN=trusted-client' };
+    expect((await call(`${gw.url}/agents/x`, undefined, forged).catch(() => ({ status: -1 }))).status).toBe(403);
+  });
+
+  it('is a config error where the listener asks no client for a certificate', async () => {
+    const { parseConfig } = await import('../../src/config-load/load.js');
+    const config = {
+      identity: { provider: 'local', usersFile: './users.yaml' },
+      tokens: { keysFile: './keys.json' },
+      routes: [{ name: 'agents', prefix: '/agents', upstreams: [up.url], authorize: { clientSubjects: ['CN=trusted-client'] } }],
+    };
+    expect(() => parseConfig(config, { baseDir: dir, env: {} })).toThrow(/routes\[0\]\.authorize\.clientSubjects: no client would ever have a certificate/);
   });
 });
 
