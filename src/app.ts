@@ -54,7 +54,7 @@ import { WebSocketProxy } from './proxy/websocket.js';
 import { AsyncCapture } from './requests/async-capture.js';
 import { openRequestTracker } from './requests/open-tracker.js';
 import type { RequestTracker } from './requests/request-tracker.js';
-import { UpstreamReconciler } from './requests/upstream-reconciler.js';
+import { reconcileSettings, UpstreamReconciler } from './requests/upstream-reconciler.js';
 import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import type { KeySet } from './tokens/keyset.js';
@@ -186,7 +186,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const reconciler = new UpstreamReconciler({
     tracker: requests,
     logger,
-    routeSettings: (name) => routes.table.routes.find((route) => route.name === name)?.config.async,
+    routeSettings: (name) => reconcileSettings(routes, name),
     defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
   });
   const websockets = new WebSocketProxy({ admission, holdings, headers, clientAddress, logger, lookup, telemetry });

@@ -12,12 +12,16 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
+import type { ProxyRoutes } from '../proxy/proxy-routes.js';
+import type { UpstreamTls } from '../proxy/upstream-tls.js';
 import type { RequestRecord, RequestStatus, TerminalStatus } from '../store/store.js';
 import type { RequestTracker } from './request-tracker.js';
 
 export interface ReconcileSettings {
   statusPollIntervalMs: number;
   statusTimeoutMs: number;
+  /** The route's TLS to its upstreams (CAs, SNI, client certificate): an https:// status URL is asked with it too. */
+  tls?: UpstreamTls | undefined;
 }
 
 export interface UpstreamReconcilerOptions {
@@ -34,6 +38,7 @@ export interface UpstreamReconcilerOptions {
 }
 
 const DEFAULT_MAX_TRACKED = 10_000;
+const AGENT_OPTIONS = { connections: 32, keepAliveTimeout: 10_000 };
 /** A status answer is a few bytes; anything longer is not one. */
 const MAX_ANSWER_BYTES = 16 * 1024;
 const STATUSES: ReadonlySet<string> = new Set<RequestStatus>(['pending', 'completed', 'failed']);
@@ -46,7 +51,9 @@ export class UpstreamReconciler {
   /** When each id's upstream was last asked. Bounded; an evicted id may be asked a little early, never more than once per poll. */
   readonly #lastAsked: LRUCache<string, number>;
   /** Our own connection pool, so close() ends its sockets and a slow upstream cannot hold the proxy's. */
-  readonly #agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+  readonly #agent = new Agent(AGENT_OPTIONS);
+  /** Pools for routes with TLS settings of their own, by those settings (`poolKey`). */
+  readonly #tlsAgents = new Map<string, Agent>();
 
   constructor(options: UpstreamReconcilerOptions) {
     this.#options = options;
@@ -74,18 +81,19 @@ export class UpstreamReconciler {
     const last = this.#lastAsked.get(record.id);
     if (last !== undefined && now - last < settings.statusPollIntervalMs) return Promise.resolve('pending');
     this.#lastAsked.set(record.id, now);
-    const question = this.#ask(record, record.statusUrl, settings.statusTimeoutMs).finally(() => this.#inFlight.delete(record.id));
+    const question = this.#ask(record, record.statusUrl, settings).finally(() => this.#inFlight.delete(record.id));
     this.#inFlight.set(record.id, question);
     return question;
   }
 
   close(): void {
-    void this.#agent.destroy().catch(() => {});
+    for (const agent of [this.#agent, ...this.#tlsAgents.values()]) void agent.destroy().catch(() => {});
+    this.#tlsAgents.clear();
     this.#lastAsked.clear();
   }
 
-  async #ask(record: RequestRecord, url: string, timeoutMs: number): Promise<RequestStatus> {
-    const answer = await this.#upstreamStatus(record, url, timeoutMs);
+  async #ask(record: RequestRecord, url: string, settings: ReconcileSettings): Promise<RequestStatus> {
+    const answer = await this.#upstreamStatus(record, url, settings);
     if (answer === undefined || answer === 'pending') return 'pending';
     const outcome = await this.#options.tracker.transition(record.id, answer, 'upstream');
     switch (outcome) {
@@ -102,13 +110,14 @@ export class UpstreamReconciler {
   }
 
   /** The upstream's answer, or undefined when it has none to give (logged). Never rejects. */
-  async #upstreamStatus(record: RequestRecord, url: string, timeoutMs: number): Promise<RequestStatus | undefined> {
+  async #upstreamStatus(record: RequestRecord, url: string, settings: ReconcileSettings): Promise<RequestStatus | undefined> {
     const where = { requestId: record.id, route: record.route, statusUrl: url };
+    const timeoutMs = settings.statusTimeoutMs;
     try {
       const response = await request(url, {
         method: 'GET',
         headers: { accept: 'application/json' },
-        dispatcher: this.#agent,
+        dispatcher: url.startsWith('https:') ? this.#agentFor(settings.tls) : this.#agent,
         // One deadline for connect, head and body alike.
         signal: AbortSignal.timeout(timeoutMs),
         headersTimeout: timeoutMs,
@@ -136,9 +145,24 @@ export class UpstreamReconciler {
     }
   }
 
+  /** The pool that speaks the route's TLS (the system's CAs when it has none). */
+  #agentFor(tls: UpstreamTls | undefined): Agent {
+    if (tls === undefined) return this.#agent;
+    let agent = this.#tlsAgents.get(tls.poolKey);
+    if (agent === undefined) this.#tlsAgents.set(tls.poolKey, (agent = new Agent({ ...AGENT_OPTIONS, connect: { ...tls.connect } })));
+    return agent;
+  }
+
   #settings(record: RequestRecord): ReconcileSettings {
     return this.#options.routeSettings(record.route) ?? this.#options.defaults;
   }
+}
+
+/** The current settings of the route named `name` (reloads included), with its upstream TLS; undefined when it has none. */
+export function reconcileSettings(routes: ProxyRoutes, name: string): ReconcileSettings | undefined {
+  const route = routes.table.routes.find((candidate) => candidate.name === name);
+  if (route?.config.async === undefined) return undefined;
+  return { ...route.config.async, tls: routes.pool(route).tls };
 }
 
 function other(status: TerminalStatus): TerminalStatus {
