@@ -17,8 +17,7 @@ import { storeUnavailable } from '../store/store-unavailable.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
-import { ScryptDurations, standInWait } from './scrypt-stand-in.js';
+import { EqualTimePasswordCheck } from './equal-time-password-check.js';
 import type { PasswordCheckOptions } from './password-check-options.js';
 import { emptyUsersFile, isApiKeyActive, type ApiKeyRecord, type UsersFileData } from './users-file.js';
 import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
@@ -40,14 +39,11 @@ export interface LocalIdentityEvents {
 export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
   readonly #source: UsersSource;
   readonly #logger: Logger;
-  /** Verified in place of a missing user's hash now and then (scrypt-stand-in.ts), so the stand-in's durations stay a real scrypt's. */
-  readonly #dummyHash: string;
-  /** The stand-in hash's parameters: checks at this cost time the stand-in of an unknown name. */
-  readonly #dummyCost: string;
-  readonly #durations: ScryptDurations;
+  /** Known or not, a name's password check takes as long (equal-time-password-check.ts). */
+  readonly #passwordCheck: EqualTimePasswordCheck;
   /** Compared in place of a missing API key's digest: the digest of a random secret nobody holds. */
   readonly #unmatchableDigest = hashApiKeySecret(randomBytes(32).toString('base64url'));
-  readonly #passwords: Required<Pick<PasswordCheckOptions, 'verifyPassword'>> & PasswordCheckOptions;
+  readonly #passwords: PasswordCheckOptions;
   #snapshot: Snapshot;
   /** The digest of the users as last taken (store only: peers compare it). */
   #digest: string | undefined;
@@ -64,14 +60,12 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   #readsStarted = 0;
   #readApplied = 0;
 
-  private constructor(source: UsersSource, logger: Logger, dummy: { hash: string; ms: number }, data: UsersFileData, passwords: PasswordCheckOptions) {
+  private constructor(source: UsersSource, logger: Logger, passwordCheck: EqualTimePasswordCheck, data: UsersFileData, passwords: PasswordCheckOptions) {
     super();
-    this.#passwords = { verifyPassword, ...passwords };
+    this.#passwords = passwords;
     this.#source = source;
     this.#logger = logger;
-    this.#dummyHash = dummy.hash;
-    this.#dummyCost = costOf(dummy.hash);
-    this.#durations = new ScryptDurations(dummy.ms);
+    this.#passwordCheck = passwordCheck;
     this.#snapshot = buildSnapshot(data);
     this.#changed = new Listeners<void>('identities changed', logger);
   }
@@ -89,17 +83,16 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   ): Promise<LocalIdentityProvider> {
     const log = logger.child({ component: 'identity', ...(source ? { usersIn: source.kind } : { usersFile: config.usersFile }) });
     const usersSource = source ?? fileUsersSource(config.usersFile, log);
-    const started = performance.now();
-    const [read, dummy] = await Promise.all([
+    const [read, passwordCheck] = await Promise.all([
       // A store that does not answer at start: nobody logs in until it does (the watch reads the users again).
       usersSource.read().catch((error: unknown) => {
         if (usersSource.kind !== 'store') throw error;
         log.error({ err: error }, 'cannot read the users from the store yet: nobody can log in until it answers');
         return { data: emptyUsersFile(), digest: undefined };
       }),
-      hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS).then((hash) => ({ hash, ms: performance.now() - started })),
+      EqualTimePasswordCheck.create(passwords),
     ]);
-    const provider = new LocalIdentityProvider(usersSource, log, dummy, read.data, passwords);
+    const provider = new LocalIdentityProvider(usersSource, log, passwordCheck, read.data, passwords);
     provider.#digest = read.digest;
     const users = provider.#snapshot.byName.size;
     const where = usersSource.kind === 'store' ? 'the store' : 'the users file';
@@ -302,9 +295,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     const user = snapshot.byName.get(username);
     // One scrypt for a known user, even a disabled one; for an unknown name a
     // wait as long, in the same queue turn: no timing tells them apart.
-    const check = user ? () => this.#verify(password, user.record.passwordHash) : () => this.#standIn(password);
-    const hashing = this.#passwords.hashing;
-    const matches = await (hashing ? hashing.run(clientAddress, check) : check());
+    const matches = await this.#passwordCheck.matches(password, user?.record.passwordHash, clientAddress);
     if (!user || !matches) {
       this.#logger.debug({ ...(user && { sub: user.record.id }) }, 'password login refused');
       return null;
@@ -317,22 +308,4 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     }
     return { sub: user.record.id, username: user.username, method: 'pwd', roles: current.record.roles ?? [], groups: current.record.groups ?? [] };
   }
-
-  /** A real check; one at the stand-in hash's cost tells the stand-in how long a check takes now. */
-  async #verify(password: string, encoded: string): Promise<boolean> {
-    const started = performance.now();
-    const matches = await this.#passwords.verifyPassword(password, encoded);
-    if (costOf(encoded) === this.#dummyCost) this.#durations.observe(performance.now() - started);
-    return matches;
-  }
-
-  /** An unknown name's check: mostly a wait, now and then a real scrypt against the stand-in hash. Never a match. */
-  async #standIn(password: string): Promise<false> {
-    if (this.#durations.sampleNow()) await this.#verify(password, this.#dummyHash);
-    else await standInWait(this.#durations.draw());
-    return false;
-  }
 }
-
-/** The parameters part of an encoded hash (`scrypt$ln=15,r=8,p=1`): what a check against it costs. */
-const costOf = (encoded: string) => encoded.slice(0, encoded.indexOf('$', encoded.indexOf('$') + 1));
