@@ -5,59 +5,25 @@
 // shows whose turn the queue gave.
 import { EventEmitter } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyPassword } from '../../src/identity/passwords.js';
 import { nextEvent } from '../helpers/events.js';
-import { postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
-import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import { postJson, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
+import { startGatedGateway, type GatedGateway, type HashingGate, type HeldCheck } from '../helpers/hashing-gate.js';
 
 const FLOODER = '203.0.113.9';
 const ALICE_HOME = '198.51.100.7';
 const ALICE_PASSWORD = 'alice-password-1';
 
-interface HeldCheck {
-  password: string;
-  release(): void;
-}
-
-/** A password check that waits until the test releases it, then answers as scrypt would. */
-class HashingGate extends EventEmitter<{ entered: [HeldCheck] }> {
-  readonly held: HeldCheck[] = [];
-
-  readonly verify = async (password: string, encoded: string): Promise<boolean> => {
-    let release!: () => void;
-    const opened = new Promise<void>((resolve) => (release = resolve));
-    const check = { password, release };
-    this.held.push(check);
-    this.emit('entered', check);
-    await opened;
-    return verifyPassword(password, encoded);
-  };
-}
-
-let upstream: Upstream;
+let gated: GatedGateway;
 let gw: TestGateway;
-const gate = new HashingGate();
+let gate: HashingGate;
 
 beforeAll(async () => {
-  upstream = await startUpstream();
-  gw = await startTestGateway({
-    verifyPassword: gate.verify,
-    config: {
-      // Loopback is the "proxy" in front: each test client names its address in X-Forwarded-For.
-      server: { trustedProxies: ['127.0.0.1'] },
-      limits: { passwordHashing: { concurrency: 1, maxQueue: 8, maxQueuePerAddress: 2 } },
-      routes: [{ name: 'orders', prefix: '/orders', upstreams: [upstream.url] }],
-    },
-  });
+  gated = await startGatedGateway({ concurrency: 1, maxQueue: 8, maxQueuePerAddress: 2 });
+  ({ gw, gate } = gated);
 });
-afterAll(async () => {
-  for (const check of gate.held) check.release();
-  await gw?.close();
-  await upstream?.close();
-});
+afterAll(() => gated?.close());
 
-const loginFrom = (address: string, username: string, password: string) =>
-  postJson(`${gw.url}/api/v1/auth/login`, { username, password }, { 'x-forwarded-for': address });
+const loginFrom = (address: string, username: string, password: string) => gated.loginFrom(address, username, password);
 
 /** Lets a held check through and answers the check that enters after it. */
 async function releaseAndNext(check: HeldCheck): Promise<HeldCheck> {
