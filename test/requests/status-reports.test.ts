@@ -69,17 +69,14 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function pending(tracker: RequestTracker): Promise<RequestRecord> {
+/** A new pending record (not yet recorded anywhere). */
+function newRecord(): RequestRecord {
   const now = Date.now();
-  const record: RequestRecord = {
-    id: randomUUID(),
-    status: 'pending',
-    sub: 'user-1',
-    route: 'orders',
-    upstream: 'http://orders',
-    createdAt: now,
-    updatedAt: now,
-  };
+  return { id: randomUUID(), status: 'pending', sub: 'user-1', route: 'orders', upstream: 'http://orders', createdAt: now, updatedAt: now };
+}
+
+async function pending(tracker: RequestTracker): Promise<RequestRecord> {
+  const record = newRecord();
   expect(await tracker.record(record)).toBe('recorded');
   return record;
 }
@@ -177,16 +174,7 @@ describe('journal replay of status reports', () => {
   });
 
   it('replays records and reports in the order they were journaled: a record before the report on it', async () => {
-    const now = Date.now();
-    const record: RequestRecord = {
-      id: randomUUID(),
-      status: 'pending',
-      sub: 'user-1',
-      route: 'orders',
-      upstream: 'http://orders',
-      createdAt: now,
-      updatedAt: now,
-    };
+    const record = newRecord();
     const journal = await Journal.open(dir, { logger: logs.logger, maxBytes: 1 << 20 });
     await journal.append(record);
     await journal.append(report(record.id, 'failed'));

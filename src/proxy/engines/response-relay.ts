@@ -4,8 +4,8 @@
 // control, and the end or the failure settled once. What `Pool.stream()` does,
 // without what the proxy never uses and pays for on every request there: an
 // AsyncResource scope around each callback, an abort signal's listeners, and
-// `finished()` listeners on the response (undici's own TODO says they are too
-// many); undici recommends a handler of one's own for such a hot path.
+// `finished()` listeners on the response (undici's own source marks them as
+// too many); undici recommends a handler of one's own for such a hot path.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import { util, type Dispatcher } from 'undici';
