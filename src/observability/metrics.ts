@@ -3,10 +3,11 @@
 // process (tests) do not share counters.
 //
 // Label values are bounded: route names from the config (never raw paths),
-// methods from a fixed list, reasons and kinds from the code. Per-request
-// series are bound once per label combination (request-metrics.ts), so the
-// hot path pays a map lookup and an increment, not a label resolution.
+// methods from a fixed list, reasons and kinds from the code. The per-request
+// histograms are BoundHistograms (bound-histogram.ts): request-telemetry.ts
+// binds each label combination once, and an observation is a bucket count.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { BoundHistogram } from './bound-histogram.js';
 
 export type CaptureOutcome =
   /** Recorded in the store. */
@@ -51,7 +52,7 @@ export class Metrics {
   readonly registry = new Registry();
   #readings: LiveReadings = {};
 
-  readonly requestDuration = new Histogram({
+  readonly requestDuration = new BoundHistogram({
     name: 'gatehouse_http_request_duration_seconds',
     help:
       "Requests answered by the public listener (proxied, the gateway's own endpoints, WebSocket handshakes), " +
@@ -61,7 +62,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly upstreamDuration = new Histogram({
+  readonly upstreamDuration = new BoundHistogram({
     name: 'gatehouse_upstream_duration_seconds',
     help: 'Time from sending a request upstream to its response head, by route.',
     labelNames: ['route'] as const,
