@@ -95,6 +95,11 @@ export class VerifiedTokenCache {
     return undefined;
   }
 
+  /** Whether the token was admitted and is still held, expired or not (its syntax is known good); recency is left as it is. */
+  remembers(token: string): boolean {
+    return this.#tokens.has(token, { updateAgeOnHas: false });
+  }
+
   delete(token: string): void {
     this.#tokens.delete(token);
   }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BearerAuthenticator } from '../../src/auth/bearer-authenticator.js';
-import { bearerChallenge } from '../../src/auth/bearer.js';
+import { bearerChallenge, bearerToken } from '../../src/auth/bearer.js';
 import type { Principal } from '../../src/core/principal.js';
 import { GatehouseError } from '../../src/core/errors.js';
 import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
@@ -198,6 +198,15 @@ function expectInvalidBearer(error: GatehouseError, reason: string): void {
     reason,
     headers: { 'www-authenticate': bearerChallenge(reason) },
   });
+}
+
+/** A header read: the token it gives, or the error it is refused with. */
+function attempt(read: () => string): { token: string } | { refused: string } {
+  try {
+    return { token: read() };
+  } catch (error) {
+    return { refused: (error as GatehouseError).code };
+  }
 }
 
 function isPromise(value: unknown): boolean {
@@ -453,6 +462,35 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
       const line = parts.logs.entries().find((entry) => entry.event === 'bearer_refused');
       expect(line).toMatchObject({ level: 20, reason: 'malformed token' });
     });
+  });
+
+  it('reads an admitted token from a header as it reads a new one: the shortcut for a plain `Bearer` changes no answer', async () => {
+    const { tokens } = await startSession(parts, store, 'alice');
+    const token = tokens.access_token;
+    await auth.authenticate(token);
+    const headers = [
+      `Bearer ${token}`,
+      `bearer ${token}`,
+      `BEARER ${token}`,
+      `Bearer  ${token}`,
+      `Bearer ${token}  `,
+      `Bearer ${token}!`,
+      `Bearer ${token} x`,
+      `Bearer\t${token}`,
+      `Bearerx${token}`,
+      `Basic ${token}`,
+      `Bearer ${token.slice(0, -1)}`,
+      `Bearer ${token}==`,
+    ];
+    for (const authorization of headers) {
+      const expected = attempt(() => bearerToken({ authorization }));
+      expect(
+        attempt(() => auth.presented({ authorization })),
+        authorization.replace(token, '<token>'),
+      ).toStrictEqual(expected);
+    }
+    // Shaped as the shortcut wants, yet not admitted: the syntax is read, and a bad one refused.
+    expect(attempt(() => auth.presented({ authorization: `Bearer ${token.replace('.', '!')}` }))).toStrictEqual({ refused: 'invalid_bearer_token' });
   });
 
   it('answers a cached token synchronously, without asking the store', async () => {
