@@ -5,7 +5,7 @@
 // hand it here; none of them writes a line or touches a metric of its own.
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import { accessLogger } from './logger.js';
+import { accessLineWriter, type AccessLine } from './access-line.js';
 import type { Metrics } from './metrics.js';
 import type { RequestSummary } from './request-summary.js';
 import type { SpanExport } from './span-export.js';
@@ -20,7 +20,7 @@ type Observer = { observe(value: number): void };
 
 export class RequestTelemetry {
   readonly #metrics: Metrics | undefined;
-  readonly #access: Logger | null;
+  readonly #access: AccessLine | null;
   readonly #spans: SpanExport | undefined;
   /** Bound series by route, method and status: resolved once, and looked up without building a key string per request. */
   readonly #requestSeries = new Map<string, Map<string, Map<number, Observer>>>();
@@ -28,7 +28,7 @@ export class RequestTelemetry {
 
   constructor(options: { logger: Logger; metrics?: Metrics; accessLog: boolean; spans?: SpanExport | undefined }) {
     this.#metrics = options.metrics;
-    this.#access = options.accessLog ? accessLogger(options.logger) : null;
+    this.#access = options.accessLog ? accessLineWriter(options.logger) : null;
     this.#spans = options.spans;
   }
 
@@ -44,29 +44,7 @@ export class RequestTelemetry {
     if (this.#spans !== undefined && !(summary.kind === 'websocket' && summary.event === 'open' && summary.status === 101)) {
       this.#spans.record(summary, Date.now() - summary.durationMs);
     }
-    this.#access?.info(
-      {
-        reqId: summary.requestId,
-        traceId: summary.trace.traceId,
-        kind: summary.kind,
-        ...(summary.event !== undefined && { event: summary.event }),
-        address: summary.clientAddress,
-        method: summary.method,
-        protocol: summary.protocol,
-        route: summary.route,
-        url: summary.url,
-        upstream: summary.upstream,
-        status: summary.status,
-        bytesIn: summary.bytesIn,
-        bytesOut: summary.bytesOut,
-        durationMs: round(summary.durationMs),
-        upstreamMs: summary.upstreamMs === undefined ? undefined : round(summary.upstreamMs),
-        sub: summary.subject,
-        userAgent: summary.userAgent,
-        completed: summary.completed,
-      },
-      'request',
-    );
+    this.#access?.(summary);
   }
 
   #observe(summary: RequestSummary): void {
@@ -92,10 +70,6 @@ export class RequestTelemetry {
       upstream.observe(summary.upstreamMs / 1000);
     }
   }
-}
-
-function round(ms: number): number {
-  return Math.round(ms * 100) / 100;
 }
 
 /** Content-Length as a number; 0 when absent or not a number (a chunked body is counted where it is read). */
