@@ -75,14 +75,17 @@ export interface RequestHeaderContext {
   routeName?: string;
 }
 
-/** The header names a Connection value nominates, lower-cased; null when none. */
+/** Connection values that nominate no header but hop-by-hop ones (removed anyway): what nearly every client and server sends. */
+const PLAIN_CONNECTION: ReadonlySet<string> = new Set(['keep-alive', 'Keep-Alive', 'close', 'Close']);
+
+/** The header names a Connection value nominates beyond the hop-by-hop ones, lower-cased; null when none. */
 function nominated(connection: string | string[] | undefined, spared: (name: string) => boolean): Set<string> | null {
   const value = joined(connection);
-  if (value === undefined) return null;
+  if (value === undefined || PLAIN_CONNECTION.has(value)) return null;
   let names: Set<string> | null = null;
   for (const token of value.split(',')) {
     const name = token.trim().toLowerCase();
-    if (name === '' || spared(name)) continue;
+    if (name === '' || HOP_BY_HOP.has(name) || spared(name)) continue;
     (names ??= new Set()).add(name);
   }
   return names;
