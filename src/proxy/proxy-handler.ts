@@ -68,7 +68,8 @@ export class ProxyHandler {
     // later needs no property store of its own, and the registry of what
     // sessions hold open takes the exchange itself.
     const exchange = new Exchange(this.#context, req, res, requestIdOf(req), traceContext(req.headers[TRACEPARENT_HEADER]));
-    res.once('close', () => this.#done(exchange));
+    // `on`, not `once`: a response closes once, and once's wrapper is an allocation and a removal per request.
+    res.on('close', () => this.#done(exchange));
     try {
       const pending = this.#options.admission.admit(req, exchange);
       if (pending === undefined) this.#admitted(exchange);
@@ -149,37 +150,47 @@ export class ProxyHandler {
         return this.#sink(exchange, head);
       })
       .catch((error: unknown) => {
-        // The client went away, or was answered already (a body over the
-        // limit): the engine abandoned the upstream request, there is
-        // nobody to answer, and the target is not to blame.
-        if (res.destroyed || res.writableEnded) return;
-        this.#options.metrics?.upstreamFailures.inc({ route: route.name, kind: upstreamFailureKind(error) });
-        const tlsCode = tlsFailureCode(error);
-        if (tlsCode !== undefined) {
-          // Never a retry in the clear: the request fails (502), and the operator is told which route and why.
-          this.#options.logger.error(
-            { reqId: exchange.requestId, route: route.name, upstream: target.origin, tlsCode },
-            `upstream TLS failed on route ${route.name}: ${tlsCode}`,
-          );
+        // Whatever throws in here answers this request; it must never become
+        // an unhandled rejection.
+        try {
+          this.#upstreamFailed(exchange, error, failed);
+        } catch (thrown) {
+          this.#fail(exchange, thrown);
         }
-        if (!isConnectFailure(error)) {
-          this.#fail(exchange, error);
-          return;
-        }
-        pool.markDown(target, Date.now());
-        this.#options.logger.warn(
-          { reqId: exchange.requestId, traceId: exchange.trace.traceId, upstream: target.origin, route: route.name },
-          'upstream target marked down',
-        );
-        // Nothing reached the target: a request without a body can go to the next one.
-        const tried = failed ?? new Set<UpstreamTarget>();
-        tried.add(target);
-        if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, tried);
-        else this.#fail(exchange, error);
-      })
-      // Whatever throws in there answers this request; it must never become
-      // an unhandled rejection.
-      .catch((error: unknown) => this.#fail(exchange, error));
+      });
+  }
+
+  /** The engine gave up on the exchange: answered, or sent to the route's next target when nothing reached this one. */
+  #upstreamFailed(exchange: Exchange, error: unknown, failed: Set<UpstreamTarget> | undefined): void {
+    const { req, res, route, routes, target } = exchange;
+    // The client went away, or was answered already (a body over the
+    // limit): the engine abandoned the upstream request, there is
+    // nobody to answer, and the target is not to blame.
+    if (res.destroyed || res.writableEnded || route === undefined || routes === undefined || target === undefined) return;
+    const pool = routes.pool(route);
+    this.#options.metrics?.upstreamFailures.inc({ route: route.name, kind: upstreamFailureKind(error) });
+    const tlsCode = tlsFailureCode(error);
+    if (tlsCode !== undefined) {
+      // Never a retry in the clear: the request fails (502), and the operator is told which route and why.
+      this.#options.logger.error(
+        { reqId: exchange.requestId, route: route.name, upstream: target.origin, tlsCode },
+        `upstream TLS failed on route ${route.name}: ${tlsCode}`,
+      );
+    }
+    if (!isConnectFailure(error)) {
+      this.#fail(exchange, error);
+      return;
+    }
+    pool.markDown(target, Date.now());
+    this.#options.logger.warn(
+      { reqId: exchange.requestId, traceId: exchange.trace.traceId, upstream: target.origin, route: route.name },
+      'upstream target marked down',
+    );
+    // Nothing reached the target: a request without a body can go to the next one.
+    const tried = failed ?? new Set<UpstreamTarget>();
+    tried.add(target);
+    if (!hasBody(req) && tried.size < pool.targets.length) this.#forward(exchange, tried);
+    else this.#fail(exchange, error);
   }
 
   /**

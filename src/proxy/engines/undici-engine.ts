@@ -80,26 +80,21 @@ export class UndiciEngine implements ForwardingEngine {
     const attempt = body === null ? trackAttempt(request) : undefined;
     // The client going away gives the upstream request up at once, whether it
     // is still waiting for the response head or already streaming the body.
-    const abandon = () => {
+    // Left in place once the exchange is over (a settled relay ignores it):
+    // `close` comes once, and removing the listener cost more than it saved.
+    res.on('close', () => {
       if (!res.writableFinished) relayOf(res)?.abort(new AbandonedError('the client closed the connection'));
+    });
+    const failed = (error: unknown): never => {
+      throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : this.#tlsAlerts.explain(error));
     };
-    res.once('close', abandon);
-    return relay(pool, request, res, sink)
-      .catch((error: unknown) => {
-        // Lost to the keep-alive race (undici-retry.ts), with its client still
-        // waiting: once more, on a connection of its own.
-        if (attempt === undefined || !isKeepAliveRace(attempt, error) || res.destroyed || res.headersSent) throw error;
-        return relay(this.#pool(this.#freshPools, options.target, options.connectTimeoutMs, options.tls), { ...request, reset: true }, res, sink);
-      })
-      .then(
-        () => {
-          res.off('close', abandon);
-        },
-        (error: unknown): never => {
-          res.off('close', abandon);
-          throw upstreamError(stalled ? new UpstreamTimeoutError(RESPONSE_TIMEOUT, options.responseTimeoutMs) : this.#tlsAlerts.explain(error));
-        },
-      );
+    // One handler on the common path (a promise each is paid per request).
+    return relay(pool, request, res, sink).catch((error: unknown) => {
+      // Lost to the keep-alive race (undici-retry.ts), with its client still
+      // waiting: once more, on a connection of its own.
+      if (attempt === undefined || !isKeepAliveRace(attempt, error) || res.destroyed || res.headersSent) failed(error);
+      return relay(this.#pool(this.#freshPools, options.target, options.connectTimeoutMs, options.tls), { ...request, reset: true }, res, sink).catch(failed);
+    });
   }
 
   /** Gives up the upstream request of `res` at once (its session ended). */
