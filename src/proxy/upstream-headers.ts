@@ -66,6 +66,7 @@ export interface RequestHeaderContext {
   forwardAuthorization: boolean;
   /** Who the bearer check found; null on `auth: none` routes (identity headers are still removed). */
   principal: Principal | null;
+  /** From request-id.ts (observability/), which makes it header-safe. */
   requestId: string;
   /** The Host the client used (X-Forwarded-Host, `Forwarded: host=`). */
   host: string;
@@ -160,7 +161,8 @@ export class HeaderPolicy {
     }
 
     setForwardingHeaders(out, req, peer, trusted, context.host);
-    out[REQUEST_ID_HEADER] = headerSafe(context.requestId);
+    // Header-safe as made: request-id.ts keeps a client's id only when it is visible ASCII of a few kinds, and makes a UUID otherwise.
+    out[REQUEST_ID_HEADER] = context.requestId;
     // mTLS: the subject the configured CAs verified, on any route (a public one too: the certificate is the identity there).
     const clientSubject = verifiedClientSubject(req);
     if (clientSubject !== undefined) out[CLIENT_SUBJECT_HEADER] = headerSafe(clientSubject);
