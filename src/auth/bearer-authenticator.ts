@@ -84,8 +84,8 @@ export class BearerAuthenticator {
     this.#cache = new VerifiedTokenCache(options.maxEntries, this.#now);
     this.#metrics = options.metrics;
     this.#dpop = options.dpop;
-    this.#hits = options.metrics?.tokenCache.labels('hit') ?? NO_COUNT;
-    this.#misses = options.metrics?.tokenCache.labels('miss') ?? NO_COUNT;
+    this.#hits = options.metrics?.tokenCacheLookups('hit') ?? NO_COUNT;
+    this.#misses = options.metrics?.tokenCacheLookups('miss') ?? NO_COUNT;
     this.#check = 'check' in options ? options.check : new SessionTokenCheck(options.verifier, options.store);
     this.#store = options.store;
     this.#identity = options.identity;

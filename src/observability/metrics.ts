@@ -48,6 +48,22 @@ export interface MetricsOptions {
   version?: string;
 }
 
+/** A count bumped on a hot path, taken into its counter when metrics are read. */
+export class Tally {
+  count = 0;
+
+  inc(): void {
+    this.count += 1;
+  }
+
+  /** The count so far, which starts again from 0. */
+  take(): number {
+    const count = this.count;
+    this.count = 0;
+    return count;
+  }
+}
+
 export class Metrics {
   readonly registry = new Registry();
   #readings: LiveReadings = {};
@@ -93,12 +109,26 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Counted per request in plain numbers (prom-client's inc() hashes its labels on every call); added to the counter when it is read. */
+  readonly #tokenCacheLookups: Record<'hit' | 'miss', Tally> = { hit: new Tally(), miss: new Tally() };
+
   readonly tokenCache = new Counter({
     name: 'gatehouse_token_cache_lookups_total',
     help: 'Bearer checks answered from the verified-token cache (hit) or verified afresh (miss).',
     labelNames: ['result'] as const,
     registers: [this.registry],
+    collect: () => {
+      for (const result of ['hit', 'miss'] as const) {
+        const tally = this.#tokenCacheLookups[result];
+        if (tally.count > 0) this.tokenCache.inc({ result }, tally.take());
+      }
+    },
   });
+
+  /** The count of one token-cache result, bumped by every bearer check. */
+  tokenCacheLookups(result: 'hit' | 'miss'): Tally {
+    return this.#tokenCacheLookups[result];
+  }
 
   readonly loginEvents = new Counter({
     name: 'gatehouse_login_events_total',
