@@ -47,12 +47,18 @@ export function settingsFromEnv(overrides: Partial<MeasureSettings> = {}): Measu
   };
 }
 
+/** Seconds of load on each row before the first measured round. */
+const FIRST_WARM_UP_S = 3;
+
 /** Long runs say what they are doing: one line per measured run, on stdout beside the tables. */
 function progress(line: string): void {
   process.stdout.write(`[bench]   ${line}\n`);
 }
 
-export async function measure(subjects: readonly Subject[], settings: MeasureSettings): Promise<Row[]> {
+/** Each row's CPU µs per request at c=N, round by round (a section pairs rows measured side by side). */
+export type CpuRounds = Map<string, number[]>;
+
+export async function measure(subjects: readonly Subject[], settings: MeasureSettings, cpuRounds?: CpuRounds): Promise<Row[]> {
   const samples = subjects.map(() => ({
     rps: [] as number[],
     p50: [] as number[],
@@ -69,6 +75,11 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
   // the other rows ran has had its heap shrunk by V8 and starts slower (the
   // first of several rows on one process always came out lowest without it).
   const warm = (subject: Subject) => drive(subject, settings.connections, 1);
+  // And a longer one before the first round: a process that has served only a
+  // login still runs unoptimised code for its first seconds of load (a
+  // Gatehouse read 151 µs a request in its first round, 69 to 108 after).
+  progress(`warming up each row (${FIRST_WARM_UP_S} s)`);
+  for (const subject of subjects) await drive(subject, settings.connections, FIRST_WARM_UP_S);
   for (let round = 0; round < settings.rounds; round++) {
     for (const [i, subject] of subjects.entries()) {
       await warm(subject);
@@ -79,6 +90,7 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
       sample.p50.push(result.p50Ms);
       sample.p99.push(result.p99Ms);
       sample.cpu.push((subject.cpuMicros() - before) / Math.max(1, result.requests));
+      cpuRounds?.set(subject.name, sample.cpu);
       sample.errors += result.errors;
       progress(`round ${round + 1}/${settings.rounds} ${subject.name}: ${result.rps.toFixed(0)} req/s, ${sample.cpu.at(-1)!.toFixed(0)} µs CPU/req`);
     }
