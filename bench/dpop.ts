@@ -13,12 +13,11 @@
 //    good once, so this section has its own client: fetch, a few in flight.
 //
 // Figures, not assertions: docs/performance.md and docs/guides/dpop.md quote them.
-import { createHash, randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { DpopProofCheck } from '../src/dpop/proof-check.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { BENCH_PASSWORD, BENCH_USER, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
+import { clientKey, dpopLogin, proof } from './lib/dpop-load.js';
+import { startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { settingsFromEnv } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
@@ -28,29 +27,6 @@ const load = () =>
   `load average ${loadavg()
     .map((n) => n.toFixed(2))
     .join(', ')}`;
-
-interface ClientKey {
-  alg: string;
-  privateKey: CryptoKey;
-  jwk: JWK;
-}
-
-async function clientKey(alg: string): Promise<ClientKey> {
-  const { privateKey, publicKey } = await generateKeyPair(alg);
-  return { alg, privateKey, jwk: await exportJWK(publicKey) };
-}
-
-function proof(key: ClientKey, method: string, htu: string, token?: string): Promise<string> {
-  return new SignJWT({
-    htm: method,
-    htu,
-    jti: randomUUID(),
-    iat: Math.floor(Date.now() / 1000),
-    ...(token !== undefined && { ath: createHash('sha256').update(token).digest('base64url') }),
-  })
-    .setProtectedHeader({ alg: key.alg, typ: 'dpop+jwt', jwk: key.jwk })
-    .sign(key.privateKey);
-}
 
 /** CPU µs of one proof check per algorithm, in this process (one check at a time: its own cost, no queueing). */
 async function measureChecks(count: number): Promise<Record<string, number>> {
@@ -94,17 +70,6 @@ async function drive(gatehouse: GatehouseProcess, url: string, headers: string[]
   return { name: '', rps: headers.length / seconds, cpuUsPerRequest: (gatehouse.cpuMicros() - cpuBefore) / headers.length, errors };
 }
 
-async function login(gatehouse: GatehouseProcess, key?: ClientKey): Promise<string> {
-  const url = `${gatehouse.url}/api/v1/auth/login`;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(key !== undefined && { dpop: await proof(key, 'POST', url) }) },
-    body: JSON.stringify({ username: BENCH_USER, password: BENCH_PASSWORD }),
-  });
-  if (response.status !== 200) throw new Error(`login: ${response.status} ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
-
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 export async function runDpopSection(): Promise<unknown> {
@@ -127,7 +92,7 @@ export async function runDpopSection(): Promise<unknown> {
     });
     started.push(gatehouse);
     const key = await clientKey('ES256');
-    const [plainToken, boundToken] = [await login(gatehouse), await login(gatehouse, key)];
+    const [plainToken, boundToken] = [await dpopLogin(gatehouse.url), await dpopLogin(gatehouse.url, key)];
     const url = `${gatehouse.url}/api/items/1`;
     const { rounds, durationS } = settingsFromEnv();
     const perRound = Math.max(1_000, durationS * 700);

@@ -4,7 +4,10 @@
 // no checks: bench/servers/node-floor.mjs; http-proxy on the same agent, the
 // proxy section's baseline, is a row beside it), and every Gatehouse row checks a cached
 // access token with the access line and metrics on (their defaults) unless
-// its name says otherwise. Rows are interleaved round by round; the figure is
+// its name says otherwise: the TLS row is a listener with `server.tls`
+// (connections kept alive: a handshake per connection, not per request), the
+// DPoP row a bound token with a new proof per request, signed in this process
+// (bench/lib/dpop-load.ts), so its client bounds it. Rows are interleaved round by round; the figure is
 // CPU µs per request of the serving process (steadier than req/s, which moves
 // with the machine), with c=1 latency beside it.
 //
@@ -12,8 +15,13 @@
 //
 // The guard: the run fails (exit code 1) when Gatehouse's CPU per request is
 // above the target times the floor's, so a change that costs more is seen.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startRedisServer, type RedisServerHandle } from '../test/helpers/redis-server.js';
-import { loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
+import { makeTlsPair } from '../test/helpers/tls-pair.js';
+import { clientKey, dpopLogin, dpopLoad } from './lib/dpop-load.js';
+import { loginOverTls, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { generatorName } from './lib/load.js';
 import { measure, settingsFromEnv, type CpuRounds, type Subject } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
@@ -21,12 +29,16 @@ import { printTable, writeResults } from './lib/report.js';
 
 const FLOOR = 'Node floor (node:http + keep-alive http.Agent, no checks)';
 const GATEHOUSE = 'gatehouse, defaults (access line, metrics)';
+const DPOP_ROW = 'gatehouse, DPoP-bound token (a new EdDSA proof per request, Redis jti)';
+/** The DPoP row's requests in flight: its client signs every proof in the bench process, which more would only queue. */
+const DPOP_IN_FLIGHT = 8;
 const say = (line: string) => process.stdout.write(`[floor] ${line}\n`);
 
 export async function runFloorSection(): Promise<boolean> {
   const target = Number(process.env.BENCH_FLOOR_TARGET ?? 1.15);
   const settings = settingsFromEnv({ fixedRate: 0, rounds: Number(process.env.BENCH_ROUNDS ?? 5), durationS: Number(process.env.BENCH_DURATION_S ?? 5) });
   const servers: Array<ServerProcess | GatehouseProcess> = [];
+  const tlsDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-floor-'));
   let redis: RedisServerHandle | undefined;
   try {
     redis = await startRedisServer();
@@ -46,9 +58,17 @@ export async function runFloorSection(): Promise<boolean> {
     const main = await startGatehouse({ routes, extra: { store, authorization } });
     const quiet = await startGatehouse({ routes, extra: { store, authorization, log: { access: false } } });
     const traced = await startGatehouse({ routes, extra: { store, authorization, tracing: { otlpEndpoint: `${sink.url}/v1/traces` } } });
-    servers.push(main, quiet, traced);
+    const pair = makeTlsPair(tlsDir, 'bench', 0x5002);
+    const secure = await startGatehouse({ routes, extra: { store, authorization, server: { tls: { certFile: pair.certFile, keyFile: pair.keyFile } } } });
+    servers.push(main, quiet, traced, secure);
+    const secureUrl = secure.url.replace('http://', 'https://');
     const bearer = async (g: GatehouseProcess) => ({ authorization: `Bearer ${(await loginTokens(g.url)).access_token}` });
     const [mainHeaders, quietHeaders, tracedHeaders] = [await bearer(main), await bearer(quiet), await bearer(traced)];
+    const secureHeaders = { authorization: `Bearer ${await loginOverTls(secureUrl, pair.cert)}` };
+    // A DPoP-bound token: every request signs a new proof (EdDSA, the cheapest to sign and check) in this process.
+    const key = await clientKey('EdDSA');
+    const boundToken = await dpopLogin(main.url, key);
+    const dpopUrl = `${main.url}/plain/items/1`;
     const row = (name: string, g: GatehouseProcess, path: string, headers: Record<string, string>): Subject => ({
       name,
       url: `${g.url}${path}`,
@@ -65,6 +85,13 @@ export async function runFloorSection(): Promise<boolean> {
       row('gatehouse, route with a role rule', main, '/ruled/items/1', mainHeaders),
       row('gatehouse, route with a rate limit (Redis)', main, '/limited/items/1', mainHeaders),
       row('gatehouse, route with a signed identity assertion', main, '/asserted/items/1', mainHeaders),
+      { name: 'gatehouse, TLS (HTTP/1.1, kept-alive connections)', url: `${secureUrl}/plain/items/1`, headers: secureHeaders, cpuMicros: secure.cpuMicros },
+      {
+        name: DPOP_ROW,
+        url: dpopUrl,
+        cpuMicros: main.cpuMicros,
+        run: (connections, durationS) => dpopLoad(dpopUrl, { key, token: boundToken, connections: Math.min(connections, DPOP_IN_FLIGHT), durationS }),
+      },
     ];
     say(`${subjects.length} rows, ${settings.rounds} interleaved rounds of ${settings.durationS} s at c=${settings.connections}, then c=1`);
     const cpuRounds: CpuRounds = new Map();
@@ -94,5 +121,6 @@ export async function runFloorSection(): Promise<boolean> {
   } finally {
     await Promise.allSettled(servers.map((s) => s.stop()));
     await redis?.close();
+    rmSync(tlsDir, { recursive: true, force: true });
   }
 }

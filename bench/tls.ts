@@ -8,35 +8,16 @@
 // only): as many connections as the HTTP/1.1 rows, one stream each, and the
 // same requests in flight over a tenth of the connections.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTlsPair } from '../test/helpers/tls-pair.js';
-import { BENCH_PASSWORD, BENCH_USER, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
+import { loginOverTls, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { h2Load } from './lib/h2-load.js';
 import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
 
 const BASELINE = 'bare http-proxy, plain HTTP/1.1 (no auth)';
-
-/** The login over TLS: fetch would refuse the bench's self-signed certificate. */
-function loginOverTls(url: string, ca: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ username: BENCH_USER, password: BENCH_PASSWORD });
-    const req = httpsRequest(
-      `${url}/api/v1/auth/login`,
-      { method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { access_token: string }).access_token) : reject(new Error(text))));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 /** A login refused with 503 (the gateway shedding load on a machine busy with other work) is asked again, a second later. */
 async function whenServed<T>(login: () => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 // Gatehouse as the benchmarks run it: the built `dist/`, a process of its
 // own, a temporary config with one user (default scrypt cost) and an API key.
 import { execFileSync, spawn } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -148,4 +149,22 @@ export async function loginTokens(url: string, password = BENCH_PASSWORD): Promi
     if (!response.ok) throw new Error(`bench login failed: ${response.status}`);
     return (await response.json()) as Tokens;
   }
+}
+
+/** The login over TLS: fetch would refuse the bench's self-signed certificate. */
+export function loginOverTls(url: string, ca: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ username: BENCH_USER, password: BENCH_PASSWORD });
+    const req = httpsRequest(
+      `${url}/api/v1/auth/login`,
+      { method: 'POST', ca, servername: 'localhost', headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { access_token: string }).access_token) : reject(new Error(text))));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
 }
