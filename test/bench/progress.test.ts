@@ -1,6 +1,6 @@
 // Long work shows progress: the measurement every benchmark section shares
-// prints a line as each measured run finishes, then says what it does next,
-// so `npm run bench` is never silent for minutes.
+// says it warms the rows up, prints a line as each measured run finishes,
+// then says what it does next, so `npm run bench` is never silent for minutes.
 import { createServer } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -36,7 +36,8 @@ describe('bench progress', () => {
       write.mockRestore();
     }
     const progress = lines.filter((line) => line.startsWith('[bench]'));
-    expect(progress[0]).toMatch(/^\[bench\] {3}round 1\/1 tiny: \d+ req\/s, \d+ µs CPU\/req\n$/);
-    expect(progress[1]).toMatch(/^\[bench\] {3}latency runs \(c=1\), 1 rounds of 1 rows\n$/);
+    expect(progress[0]).toMatch(/^\[bench\] {3}warming up each row \(\d+ s\)\n$/);
+    expect(progress[1]).toMatch(/^\[bench\] {3}round 1\/1 tiny: \d+ req\/s, \d+ µs CPU\/req\n$/);
+    expect(progress[2]).toMatch(/^\[bench\] {3}latency runs \(c=1\), 1 rounds of 1 rows\n$/);
   });
 });
