@@ -9,6 +9,8 @@ export interface CpuProfile {
   timeDeltas: number[];
 }
 
+const ACCESS_LINE_LIBRARIES = /node_modules\/(pino|sonic-boom|fast-redact|pino-std-serializers|fast-json-stringify)\//;
+
 /** First match wins: the bucket a function's file (or V8's pseudo-frame) belongs to. */
 const BUCKETS: Array<[name: string, test: (url: string, fn: string) => boolean]> = [
   ['idle (not CPU)', (_url, fn) => fn === '(idle)'],
@@ -19,8 +21,9 @@ const BUCKETS: Array<[name: string, test: (url: string, fn: string) => boolean]>
   ['node: other internals', (url) => url.startsWith('node:')],
   ['undici (forwarding)', (url) => url.includes('node_modules/undici/')],
   ['fastify', (url) => /node_modules\/(fastify|find-my-way|avvio|@fastify)\//.test(url)],
-  ['access line (pino)', (url) => /node_modules\/(pino|sonic-boom|fast-redact|pino-std-serializers)\//.test(url)],
-  ['metrics (prom-client)', (url) => url.includes('node_modules/prom-client/')],
+  // The access line's own writer and its serializer count with pino, the histograms of our own with prom-client.
+  ['access line (pino)', (url) => ACCESS_LINE_LIBRARIES.test(url) || url.endsWith('/observability/access-line.js')],
+  ['metrics (prom-client)', (url) => url.includes('node_modules/prom-client/') || url.endsWith('/observability/bound-histogram.js')],
   ['telemetry (OpenTelemetry)', (url) => url.includes('node_modules/@opentelemetry/')],
   ['token cache (lru-cache)', (url) => url.includes('node_modules/lru-cache/')],
   ['Redis client', (url) => url.includes('node_modules/ioredis/')],
