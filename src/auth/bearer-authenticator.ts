@@ -175,7 +175,7 @@ export class BearerAuthenticator {
   admitsFromMemory(headers: IncomingHttpHeaders): boolean {
     let token: string;
     try {
-      token = bearerToken(headers);
+      token = this.#tokenOf(headers);
     } catch {
       return false;
     }
@@ -183,23 +183,27 @@ export class BearerAuthenticator {
     return cached !== undefined && this.#identity.isActive(cached);
   }
 
-  /**
-   * The request's bearer token (RFC 6750 2.1); a missing or malformed header is
-   * refused and counted like any refusal. A token admitted before, sent the
-   * plain way, is found without reading its syntax again: the same answer,
-   * without a scan of every character on each request.
-   */
+  /** The request's bearer token (RFC 6750 2.1); a missing or malformed header is refused and counted like any refusal. */
   presented(headers: IncomingHttpHeaders): string {
-    const plain = plainBearerToken(headers);
-    if (plain !== undefined && this.#cache.remembers(plain)) return plain;
     try {
-      return bearerToken(headers);
+      return this.#tokenOf(headers);
     } catch (error) {
       this.#metrics?.authRefusals.inc({
         reason: headers.authorization === undefined || headers.authorization === '' ? 'no bearer token' : 'not a bearer token',
       });
       throw error;
     }
+  }
+
+  /**
+   * The header's token, as `bearerToken` reads it. A token admitted before,
+   * sent the plain way, is found without reading its syntax again: the same
+   * answer, without a scan of every character on each request (the proxy's,
+   * and the front door's while it refuses or sheds).
+   */
+  #tokenOf(headers: IncomingHttpHeaders): string {
+    const plain = plainBearerToken(headers);
+    return plain !== undefined && this.#cache.remembers(plain) ? plain : bearerToken(headers);
   }
 
   /**

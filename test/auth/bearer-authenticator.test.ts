@@ -464,7 +464,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     });
   });
 
-  it('reads an admitted token from a header as it reads a new one: the shortcut for a plain `Bearer` changes no answer', async () => {
+  it('reads an admitted token from a header as it reads a new one, for the proxy and the front door: the shortcut for a plain `Bearer` changes no answer', async () => {
     const { tokens } = await startSession(parts, store, 'alice');
     const token = tokens.access_token;
     await auth.authenticate(token);
@@ -488,6 +488,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         attempt(() => auth.presented({ authorization })),
         authorization.replace(token, '<token>'),
       ).toStrictEqual(expected);
+      // The front door's question (is this request's token one admitted before?) reads the header the same way.
+      expect(auth.admitsFromMemory({ authorization }), authorization.replace(token, '<token>')).toBe('token' in expected && expected.token === token);
     }
     // Shaped as the shortcut wants, yet not admitted: the syntax is read, and a bad one refused.
     expect(attempt(() => auth.presented({ authorization: `Bearer ${token.replace('.', '!')}` }))).toStrictEqual({ refused: 'invalid_bearer_token' });
