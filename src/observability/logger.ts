@@ -121,6 +121,7 @@ let stdout: BatchedStdout | undefined;
  */
 function stdoutDestination(): BatchedStdout {
   if (stdout === undefined) {
+    // The casts: pino's and sonic-boom's types know string content only, though sonic-boom takes bytes in `buffer` mode.
     const batch = pino.destination({ dest: 1, ...stdoutBatching, contentMode: 'buffer' } as Parameters<typeof pino.destination>[0]);
     const destination: BatchedStdout = {
       write: (line: string) => batch.write(Buffer.from(line) as unknown as string),
