@@ -40,6 +40,8 @@ export interface LiveReadings {
   /** Connections the public listener's caps closed as they arrived, so far. */
   refusedConnections?: () => { total: number; perAddress: number };
   storeUp?: () => Promise<boolean>;
+  /** The store's Redis masters' `maxmemory-policy`, as last read (store/eviction-policy.ts). */
+  storeEviction?: () => ReadonlyArray<{ policy: string | undefined; evicts: boolean | undefined }>;
 }
 
 export interface MetricsOptions {
@@ -223,6 +225,19 @@ export class Metrics {
       async collect() {
         const up = readings().storeUp;
         this.set(up === undefined || (await up()) ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_store_evicting',
+      help: "1 for a maxmemory-policy of the store's Redis masters that deletes keys when memory is full (any but noeviction), 0 for noeviction.",
+      labelNames: ['policy'] as const,
+      registers: [this.registry],
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        for (const { policy, evicts } of readings().storeEviction?.() ?? []) {
+          if (policy !== undefined) this.set({ policy }, evicts ? 1 : 0);
+        }
       },
     });
     new Counter({

@@ -40,6 +40,7 @@ export function measuredStore(store: Store, metrics: Metrics): Store {
     },
   });
   metrics.readFrom({
+    storeEviction: () => store.evictionPolicies?.() ?? [],
     storeUp: async () => {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {

@@ -6,13 +6,15 @@
 // is only busy; readiness failing would move its whole load onto the other
 // instances at the moment they are likely loaded too, and with every one out
 // of rotation nothing is served at all. The shed requests themselves carry
-// 503 and Retry-After, and the admin listener is not shed.
+// 503 and Retry-After, and the admin listener is not shed. A Redis that
+// evicts keys is shown in readiness's body, not failed on, for the same reason.
 import type { FastifyInstance } from 'fastify';
 import type { Drain } from '../http/drain.js';
 import { LIVENESS_PATH, READINESS_PATH } from '../http/gateway-paths.js';
 import { sendError } from '../http/error-handler.js';
 import { gatehouseError } from '../core/errors.js';
 import type { LoadState } from '../limits/load-shedder.js';
+import { EVICTION_FIX } from '../store/eviction-policy.js';
 import type { Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 
@@ -56,8 +58,18 @@ export async function healthRoutes(app: FastifyInstance, options: HealthOptions)
       store: options.store.kind,
       ...load(),
       ...(options.agreement && { peers: options.agreement() }),
+      ...evictionDetail(options.store),
     };
   });
+}
+
+/** Redis masters that delete keys when full, or would not say: shown, never failed on (the store still answers). */
+function evictionDetail(store: Store): { storeEviction: object } | undefined {
+  const masters = store.evictionPolicies?.() ?? [];
+  const evicting = masters.filter((master) => master.evicts === true).map(({ address, policy }) => ({ address, policy }));
+  const unknown = masters.filter((master) => master.unreadable !== undefined).map(({ address }) => address);
+  if (evicting.length === 0 && unknown.length === 0) return undefined;
+  return { storeEviction: { evicting, unknown, fix: EVICTION_FIX } };
 }
 
 const round2 = (value: number) => Math.round(value * 100) / 100;

@@ -22,6 +22,7 @@ import { AnnouncementFeed } from './redis-announcements.js';
 import { RedisApiKeys } from './redis-api-keys.js';
 import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
 import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';
+import { EvictionWatch, type MasterEvictionPolicy } from './eviction-policy.js';
 import { readRecordHash } from './redis-hash-read.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
 import { RedisSharedKeys } from './redis-shared-keys.js';
@@ -69,6 +70,7 @@ export class RedisStore implements Store {
   private readonly maxSessionsPerUser: number;
   /** Absent: writes count as made once the master has them. */
   private readonly replication: ReplicaConfirmation | undefined;
+  private readonly eviction: EvictionWatch;
   private closed = false;
 
   readonly rateLimiters: RateLimiterBackend;
@@ -96,6 +98,7 @@ export class RedisStore implements Store {
     const closed = () => this.closed;
     reportConnectionHealth(this.client, 'commands', this.logger, closed);
     reportConnectionHealth(this.subscriber, 'subscriber', this.logger, closed);
+    this.eviction = new EvictionWatch(client, this.logger);
     this.feed = new AnnouncementFeed(this.subscriber, { keys: this.keys, logger: this.logger });
     this.sharedKeys = new RedisSharedKeys(client, this.keys, this.feed);
     this.users = new RedisUserRecords(client, this.keys, this.scripts, this.feed);
@@ -108,6 +111,11 @@ export class RedisStore implements Store {
    */
   listening(): Promise<void> {
     return this.feed.subscribed;
+  }
+
+  /** Resolves once each master's eviction policy was first read (and, if it evicts, warned of). */
+  evictionPolicyRead(): Promise<void> {
+    return this.eviction.firstReading;
   }
 
   async createSession(session: SessionRecord): Promise<void> {
@@ -275,6 +283,10 @@ export class RedisStore implements Store {
       const [role] = (await this.client.role()) as unknown[];
       if (role !== 'master') throw new Error(`Redis answers as a ${String(role)}: no writable master is known`);
     });
+  }
+
+  evictionPolicies(): readonly MasterEvictionPolicy[] {
+    return this.eviction.latest;
   }
 
   async close(): Promise<void> {
