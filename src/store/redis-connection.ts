@@ -30,7 +30,7 @@ export async function quitOrDisconnect(connection: RedisClient): Promise<void> {
  * follow from it. Without an 'error' listener an EventEmitter error would
  * crash the process; with it, ioredis keeps reconnecting (retryStrategy).
  */
-export function reportConnectionHealth(connection: RedisClient, role: 'commands' | 'subscriber', logger: Logger, closed: () => boolean): void {
+export function reportConnectionHealth(connection: RedisClient, role: 'commands' | 'subscriber' | 'writes', logger: Logger, closed: () => boolean): void {
   let lastWarningAt = -Infinity;
   let suppressed = 0;
   let failing = false;
@@ -75,6 +75,22 @@ export function withoutCredentials(error: unknown): unknown {
     command.args = ['[redacted]'];
   }
   return error;
+}
+
+/**
+ * Resolves only when a writable master answers: during a failover the old
+ * master still answers PING (and even takes writes, which are lost when it
+ * is demoted), so readiness asks for its role, and a Cluster for its state
+ * (every slot served).
+ */
+export async function answersAsWritableMaster(client: RedisClient): Promise<void> {
+  if (client.isCluster) {
+    const info = String(await client.cluster('INFO'));
+    if (!info.includes('cluster_state:ok')) throw new Error('the Redis Cluster does not serve every slot (cluster_state is not ok)');
+    return;
+  }
+  const [role] = (await client.role()) as unknown[];
+  if (role !== 'master') throw new Error(`Redis answers as a ${String(role)}: no writable master is known`);
 }
 
 /** Only fields known to be free of secrets: never the error object itself. */
