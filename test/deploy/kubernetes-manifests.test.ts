@@ -5,7 +5,7 @@
 // the container (its Secret's values resolved), and ports, probe paths, the
 // termination grace, mounts, the Redis each overlay names, the Ingress and
 // the trusted proxies are checked against that config.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { requestUrl } from '../../src/dpop/request-url.js';
 import { compileClientAddress } from '../../src/http/client-address.js';
 import { LIVENESS_PATH, READINESS_PATH } from '../../src/http/gateway-paths.js';
 import { parseStoreUrl } from '../../src/store/store-url.js';
-import { buildAll, OVERLAYS, type Builds, type Manifest, type Overlay } from './kustomize-build.js';
+import { buildAll, OVERLAYS, ROOT, type Builds, type Manifest, type Overlay } from './kustomize-build.js';
 
 let builds: Builds;
 let scratch: string;
@@ -103,6 +103,11 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (name) => {
     expect(readinessProbe.httpGet).toStrictEqual({ path: READINESS_PATH, port: 'admin' });
     expect(livenessProbe.httpGet).toStrictEqual({ path: LIVENESS_PATH, port: 'admin' });
     expect(startupProbe.httpGet).toStrictEqual({ path: LIVENESS_PATH, port: 'admin' });
+  });
+
+  it("runs this version's image", () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(o.container().image).toBe(`gatehouse:${version}`);
   });
 
   it('lets the drain finish: the termination grace is above the preStop pause plus server.shutdownGraceS', () => {

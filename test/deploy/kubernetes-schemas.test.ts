@@ -11,9 +11,12 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { METRICS_PATH } from '../../src/http/gateway-paths.js';
-import { buildAll, OVERLAYS, TARGETS, type Builds, type Manifest } from './kustomize-build.js';
+import { buildAll, DEPLOY, OVERLAYS, ROOT, shippedFiles, TARGETS, type Builds, type Manifest } from './kustomize-build.js';
 
 /** A schema-checked model per `apiVersion/kind` the manifests may hold. */
 const MODELS: ReadonlyMap<string, new (data: never) => { validate(): void }> = new Map(
@@ -74,6 +77,21 @@ describe.each(TARGETS)('deploy/kubernetes %s, as kustomize builds it', (target) 
         expect(container.securityContext?.allowPrivilegeEscalation, what).toBe(false);
         expect(container.securityContext?.capabilities?.drop, what).toStrictEqual(['ALL']);
       }
+    }
+  });
+});
+
+describe('deploy/kubernetes files', () => {
+  it('lists every manifest of a kustomization folder in its resources, so none is left out of the build unseen', () => {
+    const folders = new Map<string, string[]>();
+    for (const file of shippedFiles().filter((f) => f.endsWith('.yaml') && !f.includes('/secrets/'))) {
+      folders.set(dirname(file), [...(folders.get(dirname(file)) ?? []), basename(file)]);
+    }
+    expect([...folders.keys()].sort()).toStrictEqual(['base', 'components/monitoring', 'overlays/production', 'overlays/small']);
+    for (const [folder, files] of folders) {
+      const kustomization = parse(readFileSync(join(ROOT, DEPLOY, folder, 'kustomization.yaml'), 'utf8')) as Manifest;
+      const listed = (kustomization.resources as string[]).filter((r) => r.endsWith('.yaml'));
+      expect(listed.sort(), folder).toStrictEqual(files.filter((f) => f !== 'kustomization.yaml').sort());
     }
   });
 });

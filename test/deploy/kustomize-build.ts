@@ -39,7 +39,7 @@ export const kubectl = (): string => process.env.KUBECTL ?? 'kubectl';
 
 /** Throws, saying what to install, unless kubectl runs and embeds kustomize v4 or later. */
 export function requireKustomize(): void {
-  let version: { kustomizeVersion?: string };
+  let version: { kustomizeVersion?: string; clientVersion?: { gitVersion?: string } };
   try {
     version = JSON.parse(execFileSync(kubectl(), ['version', '--client', '-o', 'json'], { encoding: 'utf8' })) as typeof version;
   } catch (error) {
@@ -48,7 +48,11 @@ export function requireKustomize(): void {
     );
   }
   const major = Number(/^v(\d+)\./.exec(version.kustomizeVersion ?? '')?.[1] ?? 0);
-  if (major < MIN_KUSTOMIZE_MAJOR) throw new Error(`${kubectl()} embeds kustomize ${version.kustomizeVersion ?? '(none)'}: ${INSTALL_HINT}`);
+  if (major < MIN_KUSTOMIZE_MAJOR) {
+    // kubectl before 1.21 does not report its kustomize (v2.0.3).
+    const kustomize = version.kustomizeVersion ?? 'older than v4';
+    throw new Error(`${kubectl()} is kubectl ${version.clientVersion?.gitVersion ?? '(unknown)'}, kustomize ${kustomize}: ${INSTALL_HINT}`);
+  }
 }
 
 /** The indented comment lines just before an overlay's `kubectl apply -k` line, uncommented: the operator's command. */
