@@ -133,6 +133,16 @@ export function shippedFiles(): string[] {
 export function buildAll(): Builds {
   requireKustomize();
   const root = copyDeploy();
+  const remove = (): void => rmSync(root, { recursive: true, force: true });
+  try {
+    return { root, ...buildIn(root), remove };
+  } catch (error) {
+    remove();
+    throw error;
+  }
+}
+
+function buildIn(root: string): Pick<Builds, 'manifests' | 'secrets' | 'productionRedisPassword'> {
   const productionRedisPassword = execFileSync('openssl', ['rand', '-hex', '24'], { encoding: 'utf8' }).trim();
   const secrets = new Map<Overlay, Record<string, string>>();
   for (const overlay of OVERLAYS) {
@@ -154,5 +164,5 @@ export function buildAll(): Builds {
     manifests.set(`${overlay}+monitoring`, build(root, `overlays/${overlay}`));
     writeFileSync(file, text);
   }
-  return { root, manifests, secrets, productionRedisPassword, remove: () => rmSync(root, { recursive: true, force: true }) };
+  return { manifests, secrets, productionRedisPassword };
 }
