@@ -160,7 +160,7 @@ export const TokensSchema = z.strictObject({
    * (mode 0600). Required in local mode; a fronted provider (oidc) signs the
    * tokens itself, so there it is neither needed nor created.
    */
-  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start)', './data/keys.json')).optional(),
+  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start; outside the config folder)', '../data/keys.json')).optional(),
   /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
