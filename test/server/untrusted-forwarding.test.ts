@@ -1,16 +1,19 @@
 // Forwarding headers from a peer not in server.trustedProxies: ignored as
 // before, but now said: one warning per peer naming the setting, a metric per
-// request, never the header's value in the log. Real gateways on loopback
-// (127.0.0.1 is the peer); the bounds on a flood of addresses with the class
-// itself and a clock of the test's own.
+// request, never the header's value in the log; over HTTP/1.1, h2c and
+// WebSocket upgrades alike. Real gateways on loopback (127.0.0.1 is the
+// peer); the bounds on a flood of addresses with the class itself and a
+// clock of the test's own.
 import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect } from 'node:http2';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { compileClientAddress, type AddressedRequest } from '../../src/http/client-address.js';
 import { ADDRESS_FAILURES } from '../../src/limits/login-throttle.js';
 import { UntrustedForwarding } from '../../src/server/untrusted-forwarding.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { h2Request } from '../helpers/h2-client.js';
 import type { LogEntry } from '../helpers/log-sink.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
@@ -95,6 +98,28 @@ describe('forwarding headers from a peer that is not a trusted proxy', () => {
     expect(await counted(gw)).toBe(before + 2);
     expect(warnings(gw)).toHaveLength(1);
     expect(gw.logs.text()).not.toContain(CLAIMED);
+  });
+});
+
+describe('forwarding headers over HTTP/2', () => {
+  it('are warned about and counted as over HTTP/1.1', async () => {
+    const upstream = await startUpstream();
+    const gw = await startTestGateway({
+      config: { server: { http2: { cleartext: true } }, routes: [{ name: 'public', prefix: '/public', upstreams: [upstream.url], auth: 'none' }] },
+    });
+    const session = connect(gw.url);
+    session.on('error', () => undefined);
+    try {
+      await once(session, 'connect');
+      expect((await h2Request(session, { ':method': 'GET', ':path': '/public/h2', 'x-forwarded-for': CLAIMED })).status).toBe(200);
+      expect((await h2Request(session, { ':method': 'GET', ':path': '/public/h2' })).status).toBe(200);
+      expect(warnings(gw)).toMatchObject([{ peer: '127.0.0.1', header: 'X-Forwarded-For' }]);
+      expect(await counted(gw)).toBe(1);
+    } finally {
+      session.destroy();
+      await gw.close();
+      await upstream.close();
+    }
   });
 });
 
