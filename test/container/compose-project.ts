@@ -10,6 +10,8 @@ export class ComposeProject {
   readonly name = `gatehouse-container-${randomBytes(4).toString('hex')}`;
   /** 32 random bytes, base64url: what an operator puts in .env. */
   readonly serviceToken = randomBytes(32).toString('base64url');
+  /** Volumes seen mounted in this project's containers: named and anonymous. */
+  readonly #volumes: string[] = [];
 
   private constructor(
     readonly root: string,
@@ -48,25 +50,39 @@ export class ComposeProject {
 
   /** Containers, pod, volumes and network of this project, whatever state they are in. */
   async remove(): Promise<void> {
+    // With their anonymous volumes (the image's VOLUME /etc/gatehouse), which `compose down` leaves behind.
+    for (const id of await this.containerIds()) {
+      const mounts = await podman(['inspect', id, '--format', '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}}\n{{end}}{{end}}'], { allowFailure: true });
+      this.#volumes.push(...mounts.stdout.split('\n').filter(Boolean));
+      await podman(['rm', '--force', '--volumes', '--time', '10', id], { allowFailure: true });
+    }
     await this.compose(['down', '--volumes'], { allowFailure: true });
-    const label = `label=io.podman.compose.project=${this.name}`;
-    const leftovers = await podman(['ps', '--all', '--quiet', '--filter', label], { allowFailure: true });
-    for (const id of leftovers.stdout.split('\n').filter(Boolean)) await podman(['rm', '--force', '--volumes', id], { allowFailure: true });
     await podman(['pod', 'rm', '--force', '--ignore', `pod_${this.name}`], { allowFailure: true });
-    const volumes = await podman(['volume', 'ls', '--quiet', '--filter', label], { allowFailure: true });
-    for (const volume of volumes.stdout.split('\n').filter(Boolean)) await podman(['volume', 'rm', '--force', volume], { allowFailure: true });
-    const networks = await podman(['network', 'ls', '--quiet', '--filter', `name=^${this.name}`], { allowFailure: true });
-    for (const network of networks.stdout.split('\n').filter(Boolean)) await podman(['network', 'rm', '--force', network], { allowFailure: true });
+    for (const volume of await this.volumes()) await podman(['volume', 'rm', '--force', volume], { allowFailure: true });
+    for (const network of await this.networks()) await podman(['network', 'rm', '--force', network], { allowFailure: true });
   }
 
   /** What is left of this project after `remove()` (empty when clean). */
   async leftovers(): Promise<string[]> {
-    const label = `label=io.podman.compose.project=${this.name}`;
-    const found = await Promise.all([
-      podman(['ps', '--all', '--quiet', '--filter', label], { allowFailure: true }),
-      podman(['volume', 'ls', '--quiet', '--filter', label], { allowFailure: true }),
-      podman(['network', 'ls', '--quiet', '--filter', `name=^${this.name}`], { allowFailure: true }),
-    ]);
-    return found.flatMap((result) => result.stdout.split('\n').filter(Boolean));
+    return [...(await this.containerIds()), ...(await this.volumes()), ...(await this.networks())];
   }
+
+  private async containerIds(): Promise<string[]> {
+    return lines(await podman(['ps', '--all', '--quiet', '--filter', `label=io.podman.compose.project=${this.name}`], { allowFailure: true }));
+  }
+
+  private async volumes(): Promise<string[]> {
+    const labelled = lines(await podman(['volume', 'ls', '--quiet', '--filter', `label=io.podman.compose.project=${this.name}`], { allowFailure: true }));
+    const mounted = [];
+    for (const volume of this.#volumes) if ((await podman(['volume', 'exists', volume], { allowFailure: true })).code === 0) mounted.push(volume);
+    return [...new Set([...labelled, ...mounted])];
+  }
+
+  private async networks(): Promise<string[]> {
+    return lines(await podman(['network', 'ls', '--quiet', '--filter', `name=^${this.name}`], { allowFailure: true }));
+  }
+}
+
+function lines(result: CommandResult): string[] {
+  return result.stdout.split('\n').filter(Boolean);
 }

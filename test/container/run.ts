@@ -71,23 +71,23 @@ async function publicKeyIds(): Promise<string[]> {
 }
 
 async function steps(): Promise<void> {
-  progress('1/10 base images (node, redis): present, pulled, or stand-ins built');
+  progress('1/9 base images (node, redis): present, pulled, or stand-ins built');
   await command('bash', ['scripts/container-base-images.sh'], { stream: true });
 
-  progress(`2/10 building ${IMAGE} from the Dockerfile`);
+  progress(`2/9 building ${IMAGE} from the Dockerfile`);
   await buildImage(root);
 
-  progress(`3/10 compose project ${project.name}: user "${username}" added through the volume (run --rm … users add)`);
+  progress(`3/9 compose project ${project.name}: user "${username}" added through the volume (run --rm … users add)`);
   await project.compose(['run', '--rm', '-T', '--no-deps', 'gatehouse', 'users', 'add', username, '--password-stdin'], {
     input: `${password}\n`,
     stream: true,
   });
 
-  progress(`4/10 compose up: Gatehouse on :${project.publicPort} (admin 127.0.0.1:${project.adminPort}), Redis, the demo backend`);
+  progress(`4/9 compose up: Gatehouse on :${project.publicPort} (admin 127.0.0.1:${project.adminPort}), Redis, the demo backend`);
   await project.compose(['up', '-d'], { stream: true });
   await ready();
 
-  progress('5/10 login, a proxied call, a 202 reported by the backend and read by the client, logout');
+  progress('5/9 login, a proxied call, a 202 reported by the backend and read by the client, logout');
   const first = await login();
   const proxied = await call('GET', '/demo/hello', { token: first.access });
   assert.equal(proxied.status, 200);
@@ -108,10 +108,10 @@ async function steps(): Promise<void> {
   assert.equal((await call('POST', '/api/v1/auth/logout', { token: first.access })).status, 204);
   assert.equal((await call('POST', '/api/v1/auth/refresh', { json: { refresh_token: first.refresh } })).status, 400, 'a refresh after logout');
 
-  progress("6/10 the image's HEALTHCHECK and the compose health check, run with podman healthcheck run");
+  progress("6/9 the image's HEALTHCHECK and the compose health check, run with podman healthcheck run");
   await checkHealth();
 
-  progress('7/10 non-root user, read-only root filesystem');
+  progress('7/9 non-root user, read-only root filesystem');
   const uid = (await podman(['exec', gatehouse, 'id', '-u'])).stdout.trim();
   assert.notEqual(uid, '0', 'the gateway runs as root');
   const asRoot = await podman(['exec', '--user', '0', gatehouse, 'sh', '-c', 'echo x > /root-write-probe'], { allowFailure: true });
@@ -119,7 +119,7 @@ async function steps(): Promise<void> {
   assert.match(asRoot.stderr, /read-only file system/i);
   await podman(['exec', gatehouse, 'sh', '-c', 'test -w /var/lib/gatehouse && test -s /var/lib/gatehouse/keys.json']);
 
-  progress('8/10 restart: users and signing keys kept on the volume, sessions and 202 records in Redis');
+  progress('8/9 restart: users and signing keys kept on the volume, sessions and 202 records in Redis');
   const second = await login();
   const keysBefore = await publicKeyIds();
   await podman(['restart', '--time', '35', gatehouse]);
@@ -131,10 +131,8 @@ async function steps(): Promise<void> {
   assert.equal(afterRestart.body?.status, 'completed');
   await login();
 
-  progress('9/10 SIGTERM: the gateway drains and exits by itself within the grace');
+  progress('9/9 SIGTERM: the gateway drains and exits by itself within the grace');
   await checkGracefulStop();
-
-  progress('10/10 compose down: containers, volumes and network removed');
 }
 
 async function checkHealth(): Promise<void> {
@@ -195,6 +193,7 @@ try {
   if (!interrupted) await showLogs();
 } finally {
   if (!interrupted) {
+    progress('removing the compose project: containers, volumes, network');
     await project.remove();
     const left = await project.leftovers();
     if (left.length > 0) {
