@@ -30,7 +30,7 @@ async function reportCompleted(requestId) {
   }
 }
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   if (req.method === 'POST' && req.url === '/jobs') {
     const requestId = randomUUID();
     res.writeHead(202, { 'content-type': 'application/json' });
@@ -42,3 +42,5 @@ createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ method: req.method, path: req.url, identity }));
 }).listen(port, process.env.HOST ?? '127.0.0.1', () => process.stdout.write(`echo backend on port ${port}\n`));
+// As PID 1 in a container nothing stops it on SIGTERM unless it says so.
+process.once('SIGTERM', () => server.close(() => process.exit(0)));
