@@ -14,18 +14,6 @@ command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "test prerequisites missing: ${missing[*]}"
-# TEST_PREREQUISITES_INSTALL=never: report only (what a machine without apt-get or root gets).
-if [ "${TEST_PREREQUISITES_INSTALL:-auto}" != never ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing them with apt-get (Debian packages) …"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-  echo "installed: ${missing[*]}"
-  exit 0
-fi
-
-echo "install them first, then run npm test again:" >&2
-echo "  sudo apt-get install -y ${missing[*]}" >&2
+bash "$(dirname "$0")/install-missing.sh" "npm test" "${missing[@]}" && exit 0
 echo "(or point REDIS_SERVER_BIN and CHROMIUM_PATH at your own binaries)" >&2
 exit 1
