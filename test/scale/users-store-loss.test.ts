@@ -140,6 +140,12 @@ describe('the first start with identity.usersIn: store', { timeout: 120_000 }, (
     for (const { configFile } of [a, b]) {
       expect(await gatehouse(configFile, ['check-config'])).toMatchObject({ code: 0, stdout: `configuration OK (${configFile})\n` });
     }
+    // A command seeds nothing: it says who will.
+    const before = await gatehouse(a.configFile, ['users', 'list']);
+    expect(before).toMatchObject({ code: 0, stdout: '' });
+    expect(before.stderr).toMatch(
+      /^the store was never seeded: a gateway's first start reads .*users\.yaml into it if that file exists \(no file is needed\)\nno users in the store\n$/,
+    );
     const [first, second] = [await start(a), await start(b)];
     const seeded = [first, second].flatMap((instance) => instance.logs.entries().filter((entry) => /never seeded/.test(String(entry.msg))));
     expect(seeded).toMatchObject([{ level: 30, users: 0 }]);
