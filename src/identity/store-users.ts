@@ -1,19 +1,14 @@
 // The users held in the store (`identity.usersIn: store`): each user's record
-// as JSON under its name (store/user-records.ts keeps them), read whole into
-// the provider's snapshot and changed by compare-and-set, so a command run
-// from any host reaches every instance at once:
+// as JSON under its name (store/user-records.ts), read whole into the
+// provider's snapshot and changed by compare-and-set, announced to every
+// instance, which reads them again then, when its feed resumes, and every
+// `rereadMs`. A record that does not read leaves its user out, logged by name.
 //
-// - a change (CLI, account page) writes only the users it touches, each only
-//   if it is still as it was read (else read again and retried), and the
-//   store announces it on its feed in the same step;
-// - every instance reads the users again when it hears an announcement, when
-//   its feed resumes after an interruption, and every `rereadMs` in any case.
-//
-// With Redis the user database, its marker says what became of it: a store
-// without one is seeded once (from the users file, if it exists) by the first
-// instance that reads it; an instance that knew it seeded and finds the marker
-// gone marks it `lost` and raises the alarm, and no later start seeds it from
-// a file again: only `gatehouse users import` puts users back and clears it.
+// Redis is then the user database, and its marker says what became of it: a
+// store without one is seeded once (from the users file, if it exists) by the
+// first instance that reads it; an instance that knew it seeded and finds the
+// marker gone marks it `lost` and raises the alarm; no later start seeds it
+// again: only `gatehouse users import` puts the users back and ends it.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
@@ -111,7 +106,7 @@ export class StoreUsers implements UsersSource {
           'restore the users with `gatehouse users import <an export>`',
       );
     } else if (!loss && this.#loss) {
-      this.#o.logger.info({ users: state.records.size }, 'the users held in the store are back (imported): the alarm is over');
+      this.#o.logger.info({ users: state.records.size }, 'the users held in the store are back (the store is marked seeded again): the alarm is over');
     }
     if (Boolean(loss) !== Boolean(this.#loss)) this.#o.onLossChange?.(loss);
     this.#loss = loss;

@@ -1,20 +1,13 @@
-// Issue 34, items 1 and 8: with `identity.usersIn: store`, Redis is the user
-// database. Two gateway instances, each in a directory of its own, started
-// as `gatehouse start` starts them (the config file checked whole, the users
-// file included), on a redis-server of this file's own (FLUSHALL must reach
-// no other test's data):
-//
-// - the first start needs no users file on either instance, nor does
-//   check-config; users added with the command line live in Redis only;
-// - the restore drill: a user disabled, the users exported, Redis emptied
-//   (FLUSHALL, as a failover to an empty replica would): both instances raise
-//   the alarm (log line, gatehouse_users_lost, /readyz), restarted with the
-//   stale seed file still named they do not seed from it (the disabled user
-//   stays refused; nobody logs in), and `users import` of the export brings
-//   back the logins as they were, the disabled user still disabled.
-//
-// Nothing waits on the clock: a re-read of the users is asked for where the
-// periodic one (identity.usersRereadS) would come.
+// Issue 34, items 1 and 8, on a redis-server of this file's own (FLUSHALL
+// must reach no other test's data), with two instances started as `gatehouse
+// start` does (the config checked whole): the first start under `usersIn:
+// store` needs no users file, nor does check-config; and the restore drill —
+// a disabled user, an export, FLUSHALL, the alarm on both (log line,
+// gatehouse_users_lost, /readyz), a restart with the stale seed file still
+// named that seeds nothing (the disabled user stays refused), then `users
+// import` of the export: logins as before, the disabled user still disabled.
+// Nothing waits on the clock: each re-read the periodic one would make
+// (identity.usersRereadS) is asked for.
 import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
