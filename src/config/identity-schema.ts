@@ -14,7 +14,15 @@ export const LocalIdentitySchema = z.strictObject({
    * manage. With `usersIn: store` only a seed, which need not exist: read
    * once into a store never seeded, never again.
    */
-  usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
+  usersFile: z
+    .string()
+    .min(1)
+    .meta(
+      help(
+        'the YAML file of users and their password hashes (`gatehouse users add NAME` creates it; with usersIn: store only a seed, which need not exist)',
+        './users.yaml',
+      ),
+    ),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
   /**
