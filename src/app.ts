@@ -222,7 +222,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     account,
     backchannelLogout: mode.backchannelLogout,
   });
-
   const reloader = options.configFile
     ? new ConfigReloader({
         file: options.configFile,
@@ -242,6 +241,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     metrics,
     requests,
     identityReady: mode.ready,
+    usersLoss: mode.usersLoss,
     agreement: agreement && (() => agreement.state()),
     load: () => load.state,
   });

@@ -9,17 +9,31 @@ import { help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.
 export const LocalIdentitySchema = z.strictObject({
   /** Gatehouse's own users file. */
   provider: z.literal('local').meta(help('who the users are: local (a users file of its own) or oidc (an OpenID Provider it fronts)', 'local')),
-  /** The YAML users file that `gatehouse users …` and `gatehouse apikeys …` manage. */
-  usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
+  /**
+   * The YAML users file that `gatehouse users …` and `gatehouse apikeys …`
+   * manage. With `usersIn: store` only a seed, which need not exist: read
+   * once into a store never seeded, never again.
+   */
+  usersFile: z
+    .string()
+    .min(1)
+    .meta(
+      help(
+        'the YAML file of users and their password hashes (`gatehouse users add NAME` creates it; with usersIn: store only a seed, which need not exist)',
+        './users.yaml',
+      ),
+    ),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
   /**
    * Where the users live. `file`: the users file is the source (one
    * instance, or instances sharing that file). `store`: in Redis (needs
    * `store.url`), so `gatehouse users …` and `apikeys …` run from any host
-   * reach every instance at once; the users file only seeds an empty store at
-   * first start (`gatehouse users import` and `export` move users between the
-   * two). See docs/operations/scaling.md.
+   * reach every instance at once, and Redis is the user database: back it up
+   * (docs/operations/backup-and-upgrade.md). The users file, if it exists, only
+   * seeds a store never seeded; a store that lost its users is an alarm, put
+   * right with `gatehouse users import` of an export. See
+   * docs/operations/scaling.md.
    */
   usersIn: z.enum(['file', 'store']).default('file'),
   /**

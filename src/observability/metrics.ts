@@ -109,6 +109,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly usersLost = new Gauge({
+    name: 'gatehouse_users_lost',
+    help:
+      '1 while the users held in the store (identity.usersIn: store) are lost: Redis forgot them since they were seeded ' +
+      '(restore them with gatehouse users import); 0 otherwise.',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+
   /** Counted per request in plain numbers (prom-client's inc() hashes its labels on every call); added to the counter when it is read. */
   readonly #tokenCacheLookups: Record<'hit' | 'miss', Tally> = { hit: new Tally(), miss: new Tally() };
 

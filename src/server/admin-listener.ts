@@ -30,6 +30,8 @@ export interface AdminParts {
   agreement?: (() => { peers: number; keysDiffer: string[]; usersDiffer: string[] }) | undefined;
   /** Load shedding's state now (limits/load-shedder.ts): health and readiness report it. */
   load?: (() => LoadState) | undefined;
+  /** With the users held in the store: whether they were lost (readiness says so). */
+  usersLoss?: (() => { missing: string[] } | undefined) | undefined;
 }
 
 /** The admin listener with its routes, or undefined when `admin.enabled` is off. */
@@ -55,6 +57,7 @@ export async function adminListener(config: Config, logger: Logger, parts: Admin
     ...(parts.identityReady && { identityReady: parts.identityReady }),
     ...(parts.agreement && { agreement: parts.agreement }),
     ...(parts.load && { load: parts.load }),
+    ...(parts.usersLoss && { usersLoss: parts.usersLoss }),
   });
   // A cluster worker's scrape answers with the sum over every worker.
   await app.register(metricsRoute, { metrics: parts.metrics, ...(cluster.isWorker && { scrape: workerScrape(parts.metrics.registry) }) });

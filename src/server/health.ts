@@ -28,6 +28,12 @@ export interface HealthOptions {
   agreement?: () => { peers: number; keysDiffer: string[]; usersDiffer: string[] };
   /** Load shedding's state now: reported by both endpoints. */
   load?: () => LoadState;
+  /**
+   * The users held in the store were lost (identity/store-users.ts): shown as
+   * `users`, degraded and still 200 (every instance shares the loss; taking
+   * them all out of rotation would not bring the users back).
+   */
+  usersLoss?: () => { missing: string[] } | undefined;
 }
 
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
@@ -51,11 +57,13 @@ export async function healthRoutes(app: FastifyInstance, options: HealthOptions)
       request.log.warn({ err: error }, 'not ready: the OpenID Provider keys are not held yet');
       return sendError(reply, gatehouseError('identity_provider_not_ready', { cause: error }));
     }
+    const usersLoss = options.usersLoss?.();
     return {
-      status: shedding() ? 'degraded' : 'ready',
+      status: shedding() || usersLoss ? 'degraded' : 'ready',
       store: options.store.kind,
       ...load(),
       ...(options.agreement && { peers: options.agreement() }),
+      ...(usersLoss && { users: { lost: true, missing: usersLoss.missing, restore: 'gatehouse users import FILE (an export)' } }),
     };
   });
 }
