@@ -25,6 +25,7 @@ import { healthOptions, placeHealth } from './server/health-listeners.js';
 import { registerGatewayEndpoints } from './server/gateway-endpoints.js';
 import { FrontDoor } from './server/front-door.js';
 import { publicListener } from './server/public-listener.js';
+import { listenerCertificates } from './server/secure-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
@@ -199,6 +200,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,
     refusedConnections: () => refusedConnections(app.server),
+    certificates: () => [...listenerCertificates(app.server), ...routes.clientCertificates()],
   });
   app.server.on('upgrade', websockets.handleUpgrade);
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
