@@ -249,7 +249,7 @@ export class Metrics {
     });
     new Gauge({
       name: 'gatehouse_certificate_not_after_timestamp_seconds',
-      help: "When each certificate the gateway shows stops being valid (its notAfter, seconds since the epoch), read at scrape time: a reload's new one at once.",
+      help: 'When each certificate the gateway shows stops being valid (its notAfter, seconds since the epoch), read at scrape time.',
       labelNames: ['use', 'name'] as const,
       registers: [this.registry],
       // Over workers: the one that expires first (all read the same files).
