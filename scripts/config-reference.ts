@@ -481,7 +481,8 @@ function renderDefault(node: JsonSchema, required: boolean): string {
 const SEE_ALSO: Record<string, string> = {
   server: [
     'Stopping and `shutdownGraceS`: [Stopping](../operations/stopping.md);',
-    'the connection caps and deadlines: [Security](../operations/security.md#slow-clients-and-connection-limits).',
+    'the connection caps and deadlines: [Security](../operations/security.md#slow-clients-and-connection-limits);',
+    '`trustedProxies` behind a load balancer or ingress: [Running in production](../operations/production.md#behind-a-load-balancer-or-ingress).',
   ].join(' '),
   admin: 'Health, readiness and metrics: [Observability](../operations/observability.md#health-and-readiness).',
   log: 'The access line and its fields: [Observability](../operations/observability.md#access-log).',

@@ -195,7 +195,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   let gatewayCors = config.cors;
   const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
   const front = new FrontDoor({ abuse, passwordHashing, load, bearer, clientAddress, metrics });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors, front);
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, metrics, cors, front);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,

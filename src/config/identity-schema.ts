@@ -110,7 +110,8 @@ export const DpopSchema = z.strictObject({
    * `optional`: a login or refresh that sends a `DPoP` proof gets bound tokens
    * (`token_type: DPoP`), one without gets plain bearer tokens as before.
    * `required`: a login or refresh without a proof is refused (400
-   * `invalid_dpop_proof`). Bound tokens are enforced on every bearer check either way.
+   * `dpop_proof_refused`, OAuth error `invalid_dpop_proof`). Bound tokens are
+   * enforced on every bearer check either way.
    */
   policy: z.enum(['optional', 'required']).default('optional'),
   /** The algorithms a proof may be signed with (its `alg`); discovery names them in `dpop_signing_alg_values_supported`. */
@@ -139,8 +140,9 @@ export const DpopSchema = z.strictObject({
 export const TokensSchema = z.strictObject({
   /**
    * The tokens' `iss`, and the base of the discovery URLs: the gateway's
-   * public URL. Absent: `http://<server.host>:<server.port>` (`localhost` for a
-   * wildcard host such as 0.0.0.0), so moving the listener moves it too; with
+   * public URL. Absent: `http://<server.host>:<server.port>` (`https://` with
+   * `server.tls`; `localhost` for a wildcard host such as 0.0.0.0), so moving
+   * the listener moves it too; with
    * `server.port: 0` (any free port) it stays `http://localhost:8080`. One that
    * names another port than the listener's is warned about at start.
    */
@@ -158,7 +160,7 @@ export const TokensSchema = z.strictObject({
    * (mode 0600). Required in local mode; a fronted provider (oidc) signs the
    * tokens itself, so there it is neither needed nor created.
    */
-  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start)', './data/keys.json')).optional(),
+  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start; outside the config folder)', '../data/keys.json')).optional(),
   /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */

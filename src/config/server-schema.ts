@@ -14,7 +14,12 @@ export function serverSchema(checks: ContentChecks) {
     port: port.default(d.DEFAULT_PORT),
     /** Body limit of the gateway's own JSON endpoints; proxied routes have their own. */
     apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
-    /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed, and whose connections the per-address cap does not count. */
+    /**
+     * Addresses or CIDRs whose `X-Forwarded-*` headers are believed, and whose
+     * connections the per-address cap does not count. A peer not listed that
+     * sends `X-Forwarded-For` or `Forwarded` is warned about once and counted
+     * (`gatehouse_untrusted_forwarded_headers_total`).
+     */
     trustedProxies: z
       .array(
         z

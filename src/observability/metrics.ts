@@ -165,6 +165,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly untrustedForwardedHeaders = new Counter({
+    name: 'gatehouse_untrusted_forwarded_headers_total',
+    help:
+      'Requests carrying X-Forwarded-For or Forwarded from a peer not in server.trustedProxies: the headers were ignored and the peer ' +
+      'taken as the client (a load balancer or ingress missing from that setting).',
+    registers: [this.registry],
+  });
+
   readonly rateLimited = new Counter({
     name: 'gatehouse_rate_limited_total',
     help: "Proxied requests refused by their route's request limit, by route.",

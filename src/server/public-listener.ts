@@ -19,10 +19,12 @@ import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } f
 import { traceOf } from '../observability/trace-context.js';
 import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
 import type { FrontDoor } from './front-door.js';
+import type { Metrics } from '../observability/metrics.js';
 import { acceptCleartextHttp2 } from './cleartext-http2.js';
 import { adaptHttp2Request } from './http2-request.js';
 import { hstsValue, secureListener } from './secure-listener.js';
 import { recordRoutes } from './route-record.js';
+import { UntrustedForwarding } from './untrusted-forwarding.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -44,6 +46,7 @@ export function publicListener(
   drain: Drain,
   telemetry: RequestTelemetry,
   clientAddress: ClientAddress,
+  metrics: Pick<Metrics, 'untrustedForwardedHeaders'>,
   cors?: CorsPolicy,
   front?: FrontDoor,
 ): FastifyInstance {
@@ -52,6 +55,8 @@ export function publicListener(
   // `server.health.on: public`: the two health paths are the gateway's here too, and never shed (server/health.ts).
   const healthHere = config.server.health.on === 'public';
   const hsts = tls === undefined ? undefined : hstsValue(tls);
+  // Forwarding headers from a peer not in server.trustedProxies: a warning per peer and a metric, for every request and upgrade.
+  const forwarding = new UntrustedForwarding({ clientAddress, logger, metrics });
   const app = Fastify({
     // Only the address Fastify reports (https://): the server is ours (serverFactory).
     ...(tls !== undefined && { https: true as never }),
@@ -64,6 +69,7 @@ export function publicListener(
       const handler: RequestListener = (req, res) => {
         // HTTP/2 (server.tls, or h2c): the request made to read as HTTP/1.1's does (its host, its own socket).
         if (req.httpVersionMajor === 2) adaptHttp2Request(req, res);
+        forwarding.note(req);
         if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
@@ -85,6 +91,8 @@ export function publicListener(
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
         if (config.server.http2.cleartext) acceptCleartextHttp2(server, handler, config.server.http2, KEEP_ALIVE_TIMEOUT_MS, logger);
       }
+      // Upgrades go to 'upgrade' listeners, not the handler: this one only reads their heads; the WebSocket proxy's (app.ts) answers them.
+      server.on('upgrade', forwarding.note);
       limitConnections(
         server,
         { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, clientAddress },

@@ -230,4 +230,18 @@ describe('--version', () => {
   it('prints the package version', async () => {
     expect(await runGatehouse(['--version'])).toEqual({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/), stderr: '' });
   });
+
+  it('prints it after a command too, as the usage says, but not as a word after `--`', async () => {
+    for (const argv of [
+      ['start', '--version'],
+      ['users', 'list', '-v'],
+      ['-v', 'start'],
+      ['--config', 'no-such-file.yaml', 'check-config', '--version'],
+    ]) {
+      expect(await runGatehouse(argv), argv.join(' ')).toEqual({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/), stderr: '' });
+    }
+    const positional = await runGatehouse(['start', '--', '--version']);
+    expect(positional.code).toBe(2);
+    expect(positional.stdout).toBe('');
+  });
 });

@@ -26,7 +26,7 @@ import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const RULES = join(ROOT, 'deploy/prometheus/gatehouse-alerts.yaml');
 const RULES_TEST = join(ROOT, 'deploy/prometheus/gatehouse-alerts.test.yaml');
-const PROMETHEUS_RULE = join(ROOT, 'deploy/kubernetes/overlays/monitoring/prometheusrule.yaml');
+const PROMETHEUS_RULE = join(ROOT, 'deploy/kubernetes/components/monitoring/prometheusrule.yaml');
 const PROMTOOL = process.env.PROMTOOL_BIN ?? 'promtool';
 /** Labels Prometheus adds to every scraped series; the gateway never sets them. */
 const TARGET_LABELS = new Set(['instance', 'job']);
@@ -221,7 +221,7 @@ describe('the shipped alert rules', () => {
     expect(tested.stdout).toMatch(/SUCCESS/);
   });
 
-  it('are the same rules in the PrometheusRule of the monitoring overlay', async () => {
+  it('are the same rules in the PrometheusRule of the monitoring component', async () => {
     const file = parse(await readFile(RULES, 'utf8')) as RulesFile;
     const resource = parse(await readFile(PROMETHEUS_RULE, 'utf8')) as { apiVersion: string; kind: string; spec: RulesFile };
     expect(resource).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule' });
