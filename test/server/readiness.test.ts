@@ -8,6 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { gatehouseError } from '../../src/core/errors.js';
+import { evaluateReadiness, type ReadinessCheck } from '../../src/server/readiness.js';
 import { login, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -123,5 +125,38 @@ describe('/readyz unready only when the instance cannot serve', () => {
       await gw.close().catch(() => {});
       await slow.close();
     }
+  });
+});
+
+describe('how the checks fold (server/readiness.ts)', () => {
+  const refusalOf = (name: string) => gatehouseError('not_ready', { reason: `readiness check ${name} failed` });
+  const ok: ReadinessCheck = { name: 'a', run: () => ({ status: 'ok', detail: { seen: 1 } }) };
+  const degraded: ReadinessCheck = { name: 'b', run: async () => ({ status: 'degraded', detail: { why: 'down' } }) };
+
+  it('is degraded, still 200, when the worst entry is degraded; each entry keeps its detail and the extra fields stay at the top', async () => {
+    const answer = await evaluateReadiness([ok, degraded], { store: 'redis' }, refusalOf);
+    expect(answer).toEqual({
+      status: 'degraded',
+      httpStatus: 200,
+      headers: {},
+      body: { status: 'degraded', checks: { a: { status: 'ok', seen: 1 }, b: { status: 'degraded', why: 'down' } }, store: 'redis' },
+    });
+  });
+
+  it('is unready, 503 with the first refusal, when a check throws: the other entries are still shown', async () => {
+    const broken: ReadinessCheck = {
+      name: 'broken',
+      run: () => {
+        throw new Error('boom');
+      },
+    };
+    const answer = await evaluateReadiness([ok, broken, degraded], { store: 'redis' }, refusalOf);
+    expect(answer.httpStatus).toBe(503);
+    expect(answer.body).toMatchObject({
+      status: 'unready',
+      checks: { a: { status: 'ok' }, broken: { status: 'unready' }, b: { status: 'degraded' } },
+      $diagnoses: [{ $detail: expect.stringMatching(/the gateway cannot serve$/) }],
+    });
+    expect(answer.body).not.toHaveProperty('store');
   });
 });
