@@ -40,6 +40,16 @@ export interface LiveReadings {
   /** Connections the public listener's caps closed as they arrived, so far. */
   refusedConnections?: () => { total: number; perAddress: number };
   storeUp?: () => Promise<boolean>;
+  /** The certificates in use now and when each stops being valid (epoch seconds). */
+  certificates?: () => readonly CertificateExpiry[];
+}
+
+/** A certificate the gateway shows: the public listener's (`listener`), or the client certificate of a route's upstream connections. */
+export interface CertificateExpiry {
+  use: 'listener' | 'upstream_client';
+  /** `public` for the listener; the route's name for an upstream client certificate (bounded by the config). */
+  name: string;
+  notAfterS: number;
 }
 
 export interface MetricsOptions {
@@ -252,6 +262,18 @@ export class Metrics {
         this.reset();
         this.inc({ cap: 'connections' }, refused.total);
         this.inc({ cap: 'connections_per_address' }, refused.perAddress);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_certificate_not_after_timestamp_seconds',
+      help: 'When each certificate the gateway shows stops being valid (its notAfter, seconds since the epoch), read at scrape time.',
+      labelNames: ['use', 'name'] as const,
+      registers: [this.registry],
+      // Over workers: the one that expires first (all read the same files).
+      aggregator: 'min',
+      collect() {
+        this.reset();
+        for (const { use, name, notAfterS } of readings().certificates?.() ?? []) this.set({ use, name }, notAfterS);
       },
     });
     const buildInfo = new Gauge({

@@ -8,7 +8,7 @@ import type { CorsPolicy } from '../cors/cors-policy.js';
 import type { ClientAddress } from '../http/client-address.js';
 import type { Drain } from '../http/drain.js';
 import { answerFrameworkError } from '../http/error-handler.js';
-import { isGatewayPath } from '../http/gateway-paths.js';
+import { isGatewayPath, isHealthPath } from '../http/gateway-paths.js';
 import { lingerAfterEarlyAnswer } from '../http/linger.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
@@ -52,6 +52,8 @@ export function publicListener(
 ): FastifyInstance {
   const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs, lingeringClose: lingering } = config.server;
   const { tls } = config.server;
+  // `server.health.on: public`: the two health paths are the gateway's here too, and never shed (server/health.ts).
+  const healthHere = config.server.health.on === 'public';
   const hsts = tls === undefined ? undefined : hstsValue(tls);
   // Forwarding headers from a peer not in server.trustedProxies: a warning per peer and a metric, for every request and upgrade.
   const forwarding = new UntrustedForwarding({ clientAddress, logger, metrics });
@@ -71,9 +73,10 @@ export function publicListener(
         if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
-        if (isGatewayPath(req.url ?? '/')) {
+        const health = healthHere && isHealthPath(req.url ?? '/');
+        if (health || isGatewayPath(req.url ?? '/')) {
           // Refusals from the request head (server/front-door.ts), before the body is read: they linger too.
-          if (front?.refuses(req, res) === true) return lingerAfterEarlyAnswer(req, res, lingering);
+          if (!health && front?.refuses(req, res) === true) return lingerAfterEarlyAnswer(req, res, lingering);
           armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
           fastify(req, res);
           // Proxied requests ask the front door only while some address is refused.
@@ -117,7 +120,7 @@ export function publicListener(
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
   // A route outside the gateway's paths would never be reached: its requests go to the proxy.
-  recordRoutes(app, (url) => isGatewayPath(url));
+  recordRoutes(app, (url) => isGatewayPath(url) || (healthHere && isHealthPath(url)));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     bytesWrittenBefore.set(request.raw, request.raw.socket?.bytesWritten ?? 0);
