@@ -49,11 +49,12 @@ async function add(args: string[], io: ClientsIo): Promise<number> {
   const secret = newSecret();
   const secretHash = await hashPassword(secret);
   // One YAML document, for a person and for a script alike: the secret, and the entry where the config takes it.
+  // Quoted, so that no ID or secret reads as a number, a boolean or null.
   writeLine(io.stdout, `# The secret of client ${id}, shown this once: Gatehouse keeps only its hash.`);
-  writeLine(io.stdout, `secret: ${secret}`);
+  writeLine(io.stdout, `secret: ${JSON.stringify(secret)}`);
   writeLine(io.stdout, '# Add the entry to tokens.clients in the config:');
   writeLine(io.stdout, 'tokens:\n  clients:');
-  writeLine(io.stdout, `    - id: ${id}\n      secretHash: ${secretHash}`);
+  writeLine(io.stdout, `    - id: ${JSON.stringify(id)}\n      secretHash: ${secretHash}`);
   return EXIT_OK;
 }
 

@@ -64,8 +64,15 @@ describe('gatehouse clients add', () => {
   });
 
   it('makes a different secret each time', async () => {
-    const secrets = await Promise.all([1, 2].map(async () => /^secret: (.+)$/m.exec((await runGatehouse(['clients', 'add', 'a'])).stdout)![1]));
+    const secrets = await Promise.all([1, 2].map(async () => (parse((await runGatehouse(['clients', 'add', 'a'])).stdout) as { secret: string }).secret));
     expect(secrets[0]).not.toBe(secrets[1]);
+  });
+
+  it('prints an ID that YAML would read as a number, a boolean or null as a string', async () => {
+    for (const id of ['123', 'true', '~', 'null']) {
+      const { tokens } = parse((await runGatehouse(['clients', 'add', id])).stdout) as { tokens: { clients: Array<{ id: unknown }> } };
+      expect(tokens.clients[0]!.id).toBe(id);
+    }
   });
 
   it('refuses a client ID that would need encoding, or none, as a wrong command line', async () => {
