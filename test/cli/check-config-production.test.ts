@@ -97,7 +97,9 @@ describe('gatehouse check-config --production', () => {
     expect(result).toEqual({
       code: 78,
       stdout: '',
-      stderr: `gatehouse: ${configFile}: requests.serviceToken (from GATEHOUSE_SERVICE_TOKEN): is a placeholder ("changeme"), not a secret: make one with \`openssl rand -base64 32\`\n`,
+      stderr:
+        `gatehouse: ${configFile}: requests.serviceToken (from GATEHOUSE_SERVICE_TOKEN): ` +
+        'is a placeholder ("changeme"), not a secret: make one with `openssl rand -base64 32`\n',
     });
   });
 
