@@ -110,6 +110,14 @@ describe('gatehouse clients hash-secret', () => {
   });
 });
 
+describe('gatehouse clients hash-secret without a secret', () => {
+  it('says so, exit 1', async () => {
+    for (const stdin of ['', '\n']) {
+      expect(await runGatehouse(['clients', 'hash-secret'], {}, stdin)).toEqual({ code: 1, stdout: '', stderr: 'gatehouse: no secret on stdin\n' });
+    }
+  });
+});
+
 describe("the reference's secretHash example", () => {
   it('is the one the schema documents, and the validator accepts it as written', () => {
     const reference = readFileSync('docs/reference/configuration.md', 'utf8');
