@@ -9,6 +9,7 @@ import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
 import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
+import { CLIENTS_COMMANDS } from './clients.js';
 import {
   asksForHelp,
   EXIT_OK,
@@ -80,6 +81,8 @@ const COMMANDS: Record<string, Command> = {
   },
   users: groupCommand(USERS_COMMANDS, localUsersIo),
   apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
+  // Reads no config: it makes what the operator then writes into one.
+  clients: groupCommand(CLIENTS_COMMANDS, (io) => io),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const file = configFilePath(config);
     if (providerOf(file) === 'oidc') throw oidcRefusal(file, 'signing keys');

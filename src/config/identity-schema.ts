@@ -113,6 +113,12 @@ export const IdentitySchema = z
   .discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema])
   .meta(help('who the users are', '{provider: local, usersFile: ./users.yaml}'));
 
+/**
+ * The reference's example of `tokens.clients[].secretHash`: a real hash (of a
+ * random secret nobody kept), so that the documented value loads as written.
+ */
+export const CLIENT_SECRET_HASH_EXAMPLE = 'scrypt$ln=15,r=8,p=1$dgnFZVhp3FgnM2bTza1b4Q$p8HsfsJL-bDbcvwxTqeQX2V1j1W0H-F6iBT676yHd_Y';
+
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 
 /** The asymmetric JWS algorithms a DPoP proof may use: `none` and HMAC are not among them, so no config can allow them. */
@@ -191,11 +197,11 @@ export const TokensSchema = z.strictObject({
       z.strictObject({
         /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
         id: z.string().min(1).max(200).meta(help("the client's id, as it authenticates", 'orders-service')),
-        /** A scrypt hash of the client's secret, in the users file's format. */
+        /** A scrypt hash of the client's secret, in the users file's format: `gatehouse clients add ID` makes a secret and its entry. */
         secretHash: z
           .string()
-          .refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' })
-          .meta(help("a scrypt hash of the client's secret, as `gatehouse users` writes password hashes", 'scrypt$16384$8$1$<salt>$<hash>')),
+          .refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse clients add` prints them' })
+          .meta(help("a scrypt hash of the client's secret, as `gatehouse clients add ID` prints it", CLIENT_SECRET_HASH_EXAMPLE)),
       }),
     )
     .default([]),

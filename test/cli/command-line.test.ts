@@ -22,6 +22,8 @@ const SUBCOMMANDS = [
   ['apikeys', 'list'],
   ['keys', 'rotate'],
   ['keys', 'list'],
+  ['clients', 'add'],
+  ['clients', 'hash-secret'],
 ];
 
 let dir: string;
@@ -71,7 +73,7 @@ describe('--help', () => {
   });
 
   it("prints each command's and subcommand's own usage, wherever --help stands", async () => {
-    const cases = [['start'], ['check-config'], ['users'], ['apikeys'], ['keys'], ...SUBCOMMANDS];
+    const cases = [['start'], ['check-config'], ['users'], ['apikeys'], ['keys'], ['clients'], ...SUBCOMMANDS];
     for (const words of cases) {
       for (const argv of [
         [...words, '--help'],

@@ -31,7 +31,7 @@ import { closed, mustOpen, roundTrip, startWsUpstream, type WsUpstream } from '.
 import { nextIdentityChange } from '../helpers/users.js';
 import { expectStreamEnded, openStream, startHoldingUpstream, type HoldingUpstream } from '../proxy/session-end-support.js';
 
-const SERVICE_TOKEN = 'users-scale-test-service-token-0123456789';
+const SERVICE_TOKEN = 'aVk6LwqJsypSp6+HMvvJSnkXyQKnbn5Mcm5TMUhXxps=';
 const PASSWORD = 'a-long-password-1';
 
 interface Instance {
