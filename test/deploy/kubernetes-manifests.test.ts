@@ -5,7 +5,7 @@
 // the container (its Secret's values resolved), and ports, probe paths, the
 // termination grace, mounts, the Redis each overlay names, the Ingress and
 // the trusted proxies are checked against that config.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { requestUrl } from '../../src/dpop/request-url.js';
 import { compileClientAddress } from '../../src/http/client-address.js';
 import { LIVENESS_PATH, READINESS_PATH } from '../../src/http/gateway-paths.js';
 import { parseStoreUrl } from '../../src/store/store-url.js';
+import { runGatehouse } from '../helpers/cli.js';
 import { buildAll, OVERLAYS, ROOT, type Builds, type Manifest, type Overlay } from './kustomize-build.js';
 
 let builds: Builds;
@@ -103,6 +104,19 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (name) => {
     expect(readinessProbe.httpGet).toStrictEqual({ path: READINESS_PATH, port: 'admin' });
     expect(livenessProbe.httpGet).toStrictEqual({ path: LIVENESS_PATH, port: 'admin' });
     expect(startupProbe.httpGet).toStrictEqual({ path: LIVENESS_PATH, port: 'admin' });
+  });
+
+  it("passes check-config --production with the values of its Secret (the pod's folders moved under a scratch folder)", async () => {
+    const root = join(scratch, `${name}-pod`);
+    const moved = o.one('ConfigMap', 'gatehouse-config').data['gatehouse.yaml'].replaceAll(/(?<= )\/(etc|var)\//g, `${root}/$1/`) as string;
+    for (const folder of ['etc/gatehouse', 'etc/gatehouse-users', 'var/lib/gatehouse']) mkdirSync(join(root, folder), { recursive: true });
+    const file = join(root, 'etc/gatehouse/gatehouse.yaml');
+    writeFileSync(file, moved);
+    const { GATEHOUSE_CONFIG: _mountedAt, ...env } = o.containerEnv();
+    const checked = await runGatehouse(['--config', file, 'check-config', '--production'], env);
+    expect(checked.stderr).toBe('');
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain('configuration OK for production');
   });
 
   it("runs this version's image", () => {
