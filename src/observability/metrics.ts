@@ -40,8 +40,16 @@ export interface LiveReadings {
   /** Connections the public listener's caps closed as they arrived, so far. */
   refusedConnections?: () => { total: number; perAddress: number };
   storeUp?: () => Promise<boolean>;
-  /** The store's Redis masters' `maxmemory-policy`, as last read (store/eviction-policy.ts). */
-  storeEviction?: () => ReadonlyArray<{ policy: string | undefined; evicts: boolean | undefined }>;
+  /** The certificates in use now and when each stops being valid (epoch seconds). */
+  certificates?: () => readonly CertificateExpiry[];
+}
+
+/** A certificate the gateway shows: the public listener's (`listener`), or the client certificate of a route's upstream connections. */
+export interface CertificateExpiry {
+  use: 'listener' | 'upstream_client';
+  /** `public` for the listener; the route's name for an upstream client certificate (bounded by the config). */
+  name: string;
+  notAfterS: number;
 }
 
 export interface MetricsOptions {
@@ -111,6 +119,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly usersLost = new Gauge({
+    name: 'gatehouse_users_lost',
+    help:
+      '1 while the users held in the store (identity.usersIn: store) are lost: Redis forgot them since they were seeded ' +
+      '(restore them with gatehouse users import); 0 otherwise.',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+
   /** Counted per request in plain numbers (prom-client's inc() hashes its labels on every call); added to the counter when it is read. */
   readonly #tokenCacheLookups: Record<'hit' | 'miss', Tally> = { hit: new Tally(), miss: new Tally() };
 
@@ -154,6 +171,14 @@ export class Metrics {
       'Requests the public listener refused from their head while the event loop was late (load shedding), by the level that shed ' +
       'them: unauthenticated (work without a credential known good), all (any other request, cached tokens included).',
     labelNames: ['level'] as const,
+    registers: [this.registry],
+  });
+
+  readonly untrustedForwardedHeaders = new Counter({
+    name: 'gatehouse_untrusted_forwarded_headers_total',
+    help:
+      'Requests carrying X-Forwarded-For or Forwarded from a peer not in server.trustedProxies: the headers were ignored and the peer ' +
+      'taken as the client (a load balancer or ingress missing from that setting).',
     registers: [this.registry],
   });
 
@@ -227,19 +252,6 @@ export class Metrics {
         this.set(up === undefined || (await up()) ? 1 : 0);
       },
     });
-    new Gauge({
-      name: 'gatehouse_store_evicting',
-      help: "1 for a maxmemory-policy of the store's Redis masters that deletes keys when memory is full (any but noeviction), 0 for noeviction.",
-      labelNames: ['policy'] as const,
-      registers: [this.registry],
-      aggregator: 'max',
-      collect() {
-        this.reset();
-        for (const { policy, evicts } of readings().storeEviction?.() ?? []) {
-          if (policy !== undefined) this.set({ policy }, evicts ? 1 : 0);
-        }
-      },
-    });
     new Counter({
       name: 'gatehouse_connections_refused_total',
       help: 'Connections the public listener closed as they arrived, by cap (server.maxConnections, server.maxConnectionsPerAddress).',
@@ -250,6 +262,18 @@ export class Metrics {
         this.reset();
         this.inc({ cap: 'connections' }, refused.total);
         this.inc({ cap: 'connections_per_address' }, refused.perAddress);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_certificate_not_after_timestamp_seconds',
+      help: 'When each certificate the gateway shows stops being valid (its notAfter, seconds since the epoch), read at scrape time.',
+      labelNames: ['use', 'name'] as const,
+      registers: [this.registry],
+      // Over workers: the one that expires first (all read the same files).
+      aggregator: 'min',
+      collect() {
+        this.reset();
+        for (const { use, name, notAfterS } of readings().certificates?.() ?? []) this.set({ use, name }, notAfterS);
       },
     });
     const buildInfo = new Gauge({

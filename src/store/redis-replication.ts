@@ -1,20 +1,11 @@
-// A request record, and a status transition, counts as written once a
-// replica holds it too, so that a failover (manual or a crash) cannot lose
-// it: the Redis store asks this after each such write, with Sentinel and with
-// Cluster (create-store.ts sets `replicasToConfirm`). WAIT counts the writes
-// made on one connection and holds it until it answers, so these writes have
-// a connection of their own (reads never queue behind a WAIT), and WAITs on
-// one node are shared by the writes that arrive while one is out. On a
-// Cluster WAIT goes to the node serving the written key's slot.
+// A request record, and a status transition, counts as written once a replica holds it too (WAIT after the write,
+// with Sentinel and Cluster; create-store.ts sets `replicasToConfirm`), so a failover cannot lose it.
 //
-// A master with no replica attached, the one a crash failover leaves behind
-// until the old master comes back as its replica, has nothing to wait for
-// once it has been alone for a grace; a Cluster master with no replica
-// configured (`--cluster-replicas 0`), or only ones the Cluster holds for
-// dead, at once. Their writes are
-// taken as they are (a crash could lose them; asynchronous replication can
-// do no better), and a warning says so, rather than every record waiting in
-// the outbox until a replica appears.
+// Invariants: on a Cluster, WAIT goes to the node serving the written key's slot, over the writes' own connection
+// (WAIT holds it: reads never queue behind one), and the writes that arrive while a WAIT is out share the next one;
+// a master with no replica attached takes its writes as they are, with a warning, once alone for a grace; a Cluster
+// master with no replica configured (`--cluster-replicas 0`), or only ones the Cluster holds for dead, at once.
+// Why: docs/decisions/0012-a-202-is-a-promise-kept.md
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';

@@ -1,19 +1,11 @@
-// Signing keys across instances that share a store but no file (pods with a
-// volume of their own, separate hosts). Each instance keeps its private key
-// in its own keys file (keyset.ts) and publishes the public half, with until
-// when it may verify, through the store; every instance verifies with, and
-// its JWKS serves, the union. No private key ever leaves its instance: a
-// store that is compromised can at worst add a public key, and not even that
-// when entries are sealed with the service token (shared-key-entry.ts).
+// Signing keys across instances that share a store but no file. Each instance keeps its private key in its own keys
+// file (keyset.ts) and publishes the public half, with until when it may verify, through the store; every instance
+// verifies with, and its JWKS serves, the union.
 //
-// A rotation is two-phase: a new key is published, announced, and taken up
-// in every live instance's view (instance-views.ts) before this one signs with
-// it. A token naming a kid not known here makes the verifier read the store
-// once (one read in flight, then a cooldown) before refusing it. A signing
-// key's entry is renewed every heartbeat, so a key whose instance is gone
-// keeps verifying for the retention after its last heartbeat, and a retired
-// key for the retention after its retirement: every token it signed has
-// expired by then.
+// Invariants: no private key leaves its instance (entries may be sealed, shared-key-entry.ts); a new key is taken up
+// in every live instance's view (instance-views.ts) before this one signs with it; an unknown kid costs one store
+// read (one in flight, then a cooldown); a key verifies for the retention after its last heartbeat or retirement.
+// Why: docs/decisions/0016-signing-keys-shared-through-the-store.md
 import { EventEmitter } from 'node:events';
 import type { CryptoKey, JWK, JWTHeaderParameters, KeyObject } from 'jose';
 import type { Logger } from 'pino';

@@ -26,7 +26,7 @@ import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
-const SERVICE_TOKEN = 'scale-test-service-token-0123456789abcdef';
+const SERVICE_TOKEN = 'WJf3LCrQHIjccd4fHhi5Zi4pBhYCrzQr8wVP6xXWQL0=';
 const ISSUER = 'https://gatehouse.scale.test';
 
 interface Instance {

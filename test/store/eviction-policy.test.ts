@@ -38,6 +38,9 @@ async function readiness(gw: TestGateway): Promise<{ status: number; body: Recor
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
+/** The readiness body's `storeEviction` check. */
+const checkOf = (body: Record<string, unknown>) => (body.checks as Record<string, unknown>).storeEviction;
+
 async function evictingGauge(gw: TestGateway): Promise<string[]> {
   const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
   return text.split('\n').filter((line) => line.startsWith('gatehouse_store_evicting{'));
@@ -59,7 +62,9 @@ describe('a Redis whose maxmemory-policy evicts keys', () => {
 
     const ready = await readiness(gateway);
     expect(ready.status).toBe(200);
-    expect(ready.body.storeEviction).toMatchObject({
+    expect(ready.body.status).toBe('ready');
+    expect(checkOf(ready.body)).toMatchObject({
+      status: 'ok',
       evicting: [{ address: `127.0.0.1:${redis.port}`, policy: 'allkeys-lru' }],
       fix: expect.stringContaining('noeviction'),
     });
@@ -75,7 +80,10 @@ describe('a Redis whose maxmemory-policy evicts keys', () => {
     await command(redis.port, 'CONFIG', 'SET', 'maxmemory-policy', 'noeviction');
     await command(redis.port, 'CLIENT', 'KILL', 'TYPE', 'normal');
     const gw = gateway;
-    await vi.waitFor(async () => expect((await readiness(gw)).body.storeEviction).toBeUndefined(), { timeout: 10_000, interval: 100 });
+    await vi.waitFor(async () => expect(checkOf((await readiness(gw)).body)).toStrictEqual({ status: 'ok', evicting: [] }), {
+      timeout: 10_000,
+      interval: 100,
+    });
     expect(await evictingGauge(gw)).toStrictEqual(['gatehouse_store_evicting{policy="noeviction"} 0']);
   });
 });
@@ -88,7 +96,7 @@ describe('a Redis that keeps every key (noeviction)', () => {
     expect(gateway.logs.entries().filter(evictionWarning)).toStrictEqual([]);
     const ready = await readiness(gateway);
     expect(ready.status).toBe(200);
-    expect(ready.body).not.toHaveProperty('storeEviction');
+    expect(checkOf(ready.body)).toStrictEqual({ status: 'ok', evicting: [] });
     expect(await evictingGauge(gateway)).toStrictEqual(['gatehouse_store_evicting{policy="noeviction"} 0']);
   });
 });
@@ -102,7 +110,7 @@ describe('a Redis that refuses CONFIG (as managed Redis services do)', () => {
     expect(said[0]).toMatchObject({ level: 30, master: `127.0.0.1:${redis.port}`, reply: expect.stringContaining('unknown command') });
     const ready = await readiness(gateway);
     expect(ready.status).toBe(200);
-    expect(ready.body.storeEviction).toMatchObject({ evicting: [], unknown: [`127.0.0.1:${redis.port}`] });
+    expect(checkOf(ready.body)).toMatchObject({ evicting: [], unknown: [`127.0.0.1:${redis.port}`] });
   });
 });
 
