@@ -265,10 +265,20 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return reloader?.reload() ?? false;
     },
     async listen() {
-      const url = await app.listen({ host: config.server.host, port: config.server.port });
+      let url: string;
+      let adminUrl: string | undefined;
+      try {
+        url = await app.listen({ host: config.server.host, port: config.server.port });
+        adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
+      } catch (error) {
+        // An address in use: what did bind is let go, and nothing was published, so peers never count this instance.
+        await app.close();
+        throw error;
+      }
       const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
       if (issuerWarning) logger.warn(issuerWarning);
-      const adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
+      // Only now is this instance a peer: its key trusted everywhere, its view written (tokens/shared-keyset.ts).
+      await sharedKeys?.publish();
       logger.info({ url, adminUrl, store: store.kind }, 'gatehouse listening');
       return { url, adminUrl };
     },

@@ -36,6 +36,12 @@ export const RequestsSchema = z.strictObject({
    * file. Absent: the internal API refuses every call.
    */
   serviceToken: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  /**
+   * The service token being replaced, still accepted while backends move to
+   * `serviceToken` one at a time (docs/operations/rotations.md); remove it
+   * once every backend presents the new one. Needs `serviceToken`.
+   */
+  serviceTokenPrevious: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
 });
 
 /** How the proxy forwards to the routes' upstreams: the headers backends get, and the upstream connections. */

@@ -4,7 +4,10 @@
 // when it may verify, through the store; every instance verifies with, and
 // its JWKS serves, the union. No private key ever leaves its instance: a
 // store that is compromised can at worst add a public key, and not even that
-// when entries are sealed with the service token (shared-key-entry.ts).
+// when entries are sealed (shared-key-entry.ts). An instance reads its
+// peers' keys as it starts, but publishes its own, and its view, only once
+// its listeners are up (`publish`): an instance whose start failed was
+// never a peer.
 //
 // A rotation is two-phase: a new key is published, announced, and taken up
 // in every live instance's view (instance-views.ts) before this one signs with
@@ -22,7 +25,7 @@ import type { SharedKeyRecords } from '../store/shared-keys.js';
 import type { LoadedKey } from './key-material.js';
 import { newestUnretired } from './key-policy.js';
 import type { KeySet, SigningKey, WatchedKeySet } from './keyset.js';
-import { EntrySeal, importPublishedKey, type InstanceView, type PeerKey, type PublishedKey } from './shared-key-entry.js';
+import { EntrySeal, importPublishedKey, type AcceptedSealSecrets, type InstanceView, type PeerKey, type PublishedKey } from './shared-key-entry.js';
 import { InstanceViews } from './instance-views.js';
 import { TokenError } from './types.js';
 
@@ -31,8 +34,10 @@ export interface SharedKeySetOptions {
   records: SharedKeyRecords;
   /** This instance's id in the store (unique per process start). */
   instance: string;
-  /** `requests.serviceToken`: seals and checks entries; absent, the store is trusted as it is. */
+  /** The seal secret (`tokens.keySealSecret`, else `requests.serviceToken`): seals and checks entries; absent, the store is trusted as it is. */
   secret: string | undefined;
+  /** The seal's next or previous secret, during its rotation: entries they sealed are opened too. */
+  acceptedSecrets?: AcceptedSealSecrets;
   /** How long a retired key keeps verifying: the refresh-token lifetime. */
   retainMs: number;
   logger: Logger;
@@ -47,8 +52,8 @@ export interface SharedKeySetOptions {
 }
 
 export interface SharedKeySetEvents {
-  /** After every heartbeat: this instance's view and its live peers'. */
-  views: [own: InstanceView, peers: InstanceView[]];
+  /** After every heartbeat: this instance's view, its live peers', and the instances whose sealed entries it cannot open. */
+  views: [own: InstanceView, peers: InstanceView[], unopened: string[]];
 }
 
 const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -56,7 +61,7 @@ const DEFAULT_ACK_TIMEOUT_MS = 5_000;
 const DEFAULT_LOOKUP_COOLDOWN_MS = 1_000;
 
 export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements KeySet {
-  readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
+  readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret' | 'acceptedSecrets'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
   readonly #seal: EntrySeal;
   readonly views: InstanceViews;
   /** Peers' keys by kid; this instance's own are the local set's. */
@@ -71,8 +76,10 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
-  /** The views of the last heartbeat (the first is at start, before anyone could listen for it). */
-  lastViews: { own: InstanceView; peers: InstanceView[] } | undefined;
+  /** Whether this instance's keys and view are in the store: only once its listeners are up. */
+  #published = false;
+  /** The views of the last heartbeat (the first is at `publish`, perhaps before anyone listened for it). */
+  lastViews: { own: InstanceView; peers: InstanceView[]; unopened: string[] } | undefined;
 
   constructor(options: SharedKeySetOptions) {
     super();
@@ -83,7 +90,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
       now: Date.now,
       ...options,
     };
-    this.#seal = new EntrySeal(options.secret);
+    this.#seal = new EntrySeal(options.secret, options.acceptedSecrets);
     this.views = new InstanceViews({
       records: options.records,
       seal: this.#seal,
@@ -94,22 +101,33 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     this.#rebuild();
   }
 
-  /** Publishes this instance's keys, reads its peers', and keeps both current. Never rejects: a store down now is tried again each heartbeat. */
+  /** Reads its peers' keys and keeps them current; publishes nothing yet (`publish`). Never rejects: a store down now is read again later. */
   async start(): Promise<void> {
     const { local, records, logger } = this.#o;
     if (!this.#seal.authenticated) {
       logger.warn(
-        'no requests.serviceToken (GATEHOUSE_SERVICE_TOKEN): public keys shared through the store are not sealed, ' +
+        'no tokens.keySealSecret (GATEHOUSE_KEY_SEAL_SECRET) nor requests.serviceToken: public keys shared through the store are not sealed, ' +
           'so whoever can write to Redis can add a key every instance trusts',
       );
     }
     local.setBeforeSigning((keys) => this.#announce(keys));
     this.#unsubscribe = records.onKeysChanged(() => void this.#refreshAndReport());
+    await this.#refresh().catch((error: unknown) => logger.warn({ err: error }, 'cannot read the shared signing keys yet; trying again at the first token'));
+  }
+
+  /**
+   * Once the listeners are up: publishes this instance's keys (trusted by
+   * every live peer before it goes on, as in a rotation), then its view, and
+   * renews both every heartbeat. Never rejects: a store down now is tried
+   * again each heartbeat.
+   */
+  async publish(): Promise<void> {
+    if (this.#published || this.#closed) return;
+    this.#published = true;
     try {
-      // A starting instance is a rotation too: its key is trusted everywhere before it serves (and signs).
-      await this.#announce(local.verifyingKeys());
+      await this.#announce(this.#o.local.verifyingKeys());
     } catch (error) {
-      logger.warn({ err: error }, "cannot publish this instance's signing key yet; trying again at the next heartbeat");
+      this.#o.logger.warn({ err: error }, "cannot publish this instance's signing key yet; trying again at the next heartbeat");
     }
     await this.#heartbeat();
     this.#timer = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs).unref();
@@ -146,7 +164,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     return this.#algorithms;
   }
 
-  /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same). */
+  /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same); nothing before `publish`. */
   heartbeatNow(): Promise<void> {
     return this.#heartbeat();
   }
@@ -230,21 +248,23 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     const parsed = new Map<string, PeerKey | null>();
     const peers = new Map<string, PeerKey>();
     const expired: string[] = [];
+    const reseal: Array<[kid: string, body: Record<string, unknown>]> = [];
     for (const [kid, text] of entries) {
       let key = this.#parsed.get(text);
       if (key === undefined) {
-        const body = this.#seal.open(text);
-        key = body === null ? null : await importPublishedKey(body);
+        const opened = this.#seal.openSealed(text);
+        key = opened === null ? null : await importPublishedKey(opened.body);
         if (key === null || key.kid !== kid) {
           logger.warn({ kid }, 'ignoring a shared signing key entry that is not sealed by this deployment or not a valid public key');
           key = null;
-        }
+        } else if (opened?.role === 'previous' && key.verifyUntil > now()) reseal.push([kid, opened.body]);
       }
       parsed.set(text, key);
       if (key === null) continue;
       if (key.verifyUntil <= now()) expired.push(kid);
       else if (!this.#o.local.knows(kid)) peers.set(kid, key);
     }
+    await this.#sealAgain(reseal);
     this.#parsed = parsed;
     const changed = peers.size !== this.#peers.size || [...peers.keys()].some((kid) => !this.#peers.has(kid));
     this.#peers = peers;
@@ -255,9 +275,22 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     await records.removeKeys(expired);
   }
 
+  /**
+   * Phase two of a rotation of the seal: entries still sealed with the
+   * previous secret (by instances not restarted yet, or gone with keys still
+   * verifying) are sealed again with the current one, so that once the
+   * previous secret is removed everywhere no key anyone still trusts is lost.
+   */
+  async #sealAgain(entries: ReadonlyArray<[kid: string, body: Record<string, unknown>]>): Promise<void> {
+    if (entries.length === 0) return;
+    for (const [kid, body] of entries) await this.#o.records.putKey(kid, this.#seal.seal(body as unknown as PublishedKey));
+    this.#o.logger.info({ kids: entries.map(([kid]) => kid) }, 'sealed again with the current secret the shared signing keys sealed with the previous one');
+  }
+
   async #refreshAndReport(): Promise<void> {
     try {
       await this.#refresh();
+      if (!this.#published) return;
       await this.views.write(await this.#ownView());
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'cannot read the shared signing keys; the keys in memory stay in use');
@@ -265,15 +298,15 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   }
 
   async #heartbeat(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || !this.#published) return;
     try {
       await this.#publish(this.#o.local.verifyingKeys());
       await this.#refresh();
       const own = await this.#ownView();
       await this.views.write(own);
-      const peers = await this.views.livePeers();
-      this.lastViews = { own, peers };
-      this.emit('views', own, peers);
+      const { live: peers, unopened } = await this.views.read();
+      this.lastViews = { own, peers, unopened };
+      this.emit('views', own, peers, unopened);
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'cannot share signing keys through the store now; trying again at the next heartbeat');
     }
