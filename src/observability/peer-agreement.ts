@@ -52,7 +52,8 @@ export class PeerAgreement {
         'seal',
         this.#state.sealDiffers,
         logger,
-        "instances seal the shared signing keys with different secrets (tokens.keySealSecret): each ignores the other's keys, so tokens signed on one are refused on another",
+        'instances seal the shared signing keys with different secrets (tokens.keySealSecret): ' +
+          "each ignores the other's keys, so tokens signed on one are refused on another",
       );
       this.#report('keys', this.#state.keysDiffer, logger, 'instances disagree on the signing keys: tokens signed on one may be refused on another');
       this.#report(
