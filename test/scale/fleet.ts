@@ -28,6 +28,13 @@ export interface Instance {
 
 export const PASSWORD = 'alice-password-1';
 
+/** Sections merged over an instance's config. */
+export interface Settings {
+  server?: Record<string, unknown>;
+  admin?: Record<string, unknown>;
+  identity?: Record<string, unknown>;
+}
+
 /** `/orders/…` answers 200; `POST /jobs` answers 202 with a fresh request id (the gateway records it). */
 export function startBackend(): Promise<Upstream> {
   return startUpstream((req: IncomingMessage, res: ServerResponse) => {
@@ -55,18 +62,25 @@ export class Fleet {
   }
 
   /** A new instance (a new pod: new directory, new key) with these secrets in its environment. */
-  async start(env: Record<string, string>): Promise<Instance> {
+  async start(env: Record<string, string>, settings: Settings = {}): Promise<Instance> {
+    const prepared = await this.prepare(env, settings);
+    const { url, adminUrl } = await prepared.gateway.listen();
+    return { ...prepared, url, adminUrl: adminUrl! };
+  }
+
+  /** The gateway made, not listening yet: a test that sees its start fail. */
+  async prepare(env: Record<string, string>, settings: Settings = {}): Promise<Omit<Instance, 'url' | 'adminUrl'>> {
     this.#generation += 1;
     const name = `gw${this.#generation}`;
     const dir = await mkdtemp(join(tmpdir(), `gatehouse-fleet-${name}-`));
     await copyFile(this.#usersFile, join(dir, 'users.yaml'));
     const config = parseConfig(
       {
-        server: { host: '127.0.0.1', port: 0 },
-        admin: { host: '127.0.0.1', port: 0 },
+        server: { host: '127.0.0.1', port: 0, ...settings.server },
+        admin: { host: '127.0.0.1', port: 0, ...settings.admin },
         log: { level: 'info' },
         store: { url: this.#redisUrl, keyPrefix: this.#keyPrefix },
-        identity: { provider: 'local', usersFile: './users.yaml' },
+        identity: { provider: 'local', usersFile: './users.yaml', ...settings.identity },
         tokens: { issuer: 'https://gatehouse.fleet.test', keysFile: './keys.json' },
         // Load shedding reads this machine's event loop, which other work makes late at random (as test/helpers/gateway.ts says).
         limits: { loadShedding: { enabled: false } },
@@ -79,11 +93,10 @@ export class Fleet {
     );
     const logs = logSink('info');
     const gateway = await createGateway(config, { logger: logs.logger });
-    const { url, adminUrl } = await gateway.listen();
-    return { name, dir, gateway, url, adminUrl: adminUrl!, logs };
+    return { name, dir, gateway, logs };
   }
 
-  async stop(instance: Instance): Promise<void> {
+  async stop(instance: Pick<Instance, 'gateway' | 'dir'>): Promise<void> {
     await instance.gateway.close();
     await rm(instance.dir, { recursive: true, force: true });
   }
