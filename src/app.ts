@@ -15,7 +15,6 @@ import { RouteAuthorization } from './authz/route-authorization.js';
 import { CorsPolicy } from './cors/cors-policy.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
-import { issuerPortWarning } from './config-load/issuer-default.js';
 import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
@@ -23,6 +22,7 @@ import { Drain } from './http/drain.js';
 import { adminListener } from './server/admin-listener.js';
 import { registerGatewayEndpoints } from './server/gateway-endpoints.js';
 import { FrontDoor } from './server/front-door.js';
+import { openListeners } from './server/open-listeners.js';
 import { publicListener } from './server/public-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
@@ -265,22 +265,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return reloader?.reload() ?? false;
     },
     async listen() {
-      let url: string;
-      let adminUrl: string | undefined;
-      try {
-        url = await app.listen({ host: config.server.host, port: config.server.port });
-        adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
-      } catch (error) {
-        // An address in use: what did bind is let go, and nothing was published, so peers never count this instance.
-        await app.close();
-        throw error;
-      }
-      const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
-      if (issuerWarning) logger.warn(issuerWarning);
-      // Only now is this instance a peer: its key trusted everywhere, its view written (tokens/shared-keyset.ts).
-      await sharedKeys?.publish();
-      logger.info({ url, adminUrl, store: store.kind }, 'gatehouse listening');
-      return { url, adminUrl };
+      const addresses = await openListeners({ config, app, admin, logger, signs: mode.local !== undefined, peers: sharedKeys });
+      logger.info({ ...addresses, store: store.kind }, 'gatehouse listening');
+      return addresses;
     },
     async close({ graceMs = config.server.shutdownGraceS * 1000 } = {}) {
       // Readiness turns 503 in this same tick: the drain starts before the first await.

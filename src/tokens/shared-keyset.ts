@@ -25,7 +25,8 @@ import type { SharedKeyRecords } from '../store/shared-keys.js';
 import type { LoadedKey } from './key-material.js';
 import { newestUnretired } from './key-policy.js';
 import type { KeySet, SigningKey, WatchedKeySet } from './keyset.js';
-import { EntrySeal, importPublishedKey, type AcceptedSealSecrets, type InstanceView, type PeerKey, type PublishedKey } from './shared-key-entry.js';
+import { PeerKeys } from './peer-keys.js';
+import { EntrySeal, type AcceptedSealSecrets, type InstanceView, type PublishedKey } from './shared-key-entry.js';
 import { InstanceViews } from './instance-views.js';
 import { TokenError } from './types.js';
 
@@ -64,10 +65,8 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret' | 'acceptedSecrets'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
   readonly #seal: EntrySeal;
   readonly views: InstanceViews;
-  /** Peers' keys by kid; this instance's own are the local set's. */
-  #peers = new Map<string, PeerKey>();
-  /** Parsed entries by their text, so an unchanged entry is not checked and imported again. */
-  #parsed = new Map<string, PeerKey | null>();
+  /** Peers' keys; this instance's own are the local set's. */
+  readonly #peers: PeerKeys;
   #jwks: { keys: JWK[] } = { keys: [] };
   #algorithms: SigningAlgorithm[] = [];
   #jwksSource: unknown;
@@ -91,6 +90,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
       ...options,
     };
     this.#seal = new EntrySeal(options.secret, options.acceptedSecrets);
+    this.#peers = new PeerKeys({ records: options.records, seal: this.#seal, local: options.local, logger: options.logger, now: this.#o.now });
     this.views = new InstanceViews({
       records: options.records,
       seal: this.#seal,
@@ -144,10 +144,10 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   async getVerificationKey(header: JWTHeaderParameters): Promise<KeyObject | CryptoKey> {
     const kid = header.kid;
     if (typeof kid === 'string' && this.#o.local.knows(kid)) return this.#o.local.getVerificationKey(header);
-    let key = typeof kid === 'string' ? this.#peer(kid) : undefined;
+    let key = typeof kid === 'string' ? this.#peers.get(kid) : undefined;
     if (key === undefined && typeof kid === 'string') {
       await this.#lookUp();
-      key = this.#peer(kid);
+      key = this.#peers.get(kid);
     }
     if (key === undefined) throw new TokenError('unknown signing key');
     if (header.alg !== key.alg) throw new TokenError('algorithm not allowed');
@@ -181,7 +181,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
 
   /** Every kid this instance verifies with, sorted. */
   trustedKids(): string[] {
-    return [...new Set([...this.#o.local.verifyingKeys().map((k) => k.kid), ...this.#peers.keys()])].sort();
+    return [...new Set([...this.#o.local.verifyingKeys().map((k) => k.kid), ...this.#peers.kids()])].sort();
   }
 
   /** Stops the heartbeat and takes this instance's view out of the store; its keys stay there until they expire. */
@@ -192,11 +192,6 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     this.#unsubscribe?.();
     this.#o.local.close();
     await this.views.withdraw().catch((error: unknown) => this.#o.logger.warn({ err: error }, 'could not withdraw this instance from the store'));
-  }
-
-  #peer(kid: string): PeerKey | undefined {
-    const key = this.#peers.get(kid);
-    return key !== undefined && key.verifyUntil > this.#o.now() ? key : undefined;
   }
 
   /** One read of the store in flight at a time, and none again within the cooldown: unknown kids cannot make it a flood. */
@@ -241,50 +236,9 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     }
   }
 
-  /** Reads every published key; drops (and deletes) those past their time. */
+  /** Reads every published key (tokens/peer-keys.ts); the JWKS follows a change. */
   async #refresh(): Promise<void> {
-    const { records, logger, now } = this.#o;
-    const entries = await records.allKeys();
-    const parsed = new Map<string, PeerKey | null>();
-    const peers = new Map<string, PeerKey>();
-    const expired: string[] = [];
-    const reseal: Array<[kid: string, body: Record<string, unknown>]> = [];
-    for (const [kid, text] of entries) {
-      let key = this.#parsed.get(text);
-      if (key === undefined) {
-        const opened = this.#seal.openSealed(text);
-        key = opened === null ? null : await importPublishedKey(opened.body);
-        if (key === null || key.kid !== kid) {
-          logger.warn({ kid }, 'ignoring a shared signing key entry that is not sealed by this deployment or not a valid public key');
-          key = null;
-        } else if (opened?.role === 'previous' && key.verifyUntil > now()) reseal.push([kid, opened.body]);
-      }
-      parsed.set(text, key);
-      if (key === null) continue;
-      if (key.verifyUntil <= now()) expired.push(kid);
-      else if (!this.#o.local.knows(kid)) peers.set(kid, key);
-    }
-    await this.#sealAgain(reseal);
-    this.#parsed = parsed;
-    const changed = peers.size !== this.#peers.size || [...peers.keys()].some((kid) => !this.#peers.has(kid));
-    this.#peers = peers;
-    if (changed) {
-      this.#rebuild();
-      logger.info({ kids: [...peers.keys()] }, 'took up the signing keys other instances published');
-    }
-    await records.removeKeys(expired);
-  }
-
-  /**
-   * Phase two of a rotation of the seal: entries still sealed with the
-   * previous secret (by instances not restarted yet, or gone with keys still
-   * verifying) are sealed again with the current one, so that once the
-   * previous secret is removed everywhere no key anyone still trusts is lost.
-   */
-  async #sealAgain(entries: ReadonlyArray<[kid: string, body: Record<string, unknown>]>): Promise<void> {
-    if (entries.length === 0) return;
-    for (const [kid, body] of entries) await this.#o.records.putKey(kid, this.#seal.seal(body as unknown as PublishedKey));
-    this.#o.logger.info({ kids: entries.map(([kid]) => kid) }, 'sealed again with the current secret the shared signing keys sealed with the previous one');
+    if (await this.#peers.read()) this.#rebuild();
   }
 
   async #refreshAndReport(): Promise<void> {
@@ -331,7 +285,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #rebuild(): void {
     const local = this.#o.local.publicJwks();
     this.#jwksSource = local;
-    const peers = [...this.#peers.values()];
+    const peers = this.#peers.all();
     this.#jwks = Object.freeze({ keys: [...local.keys, ...peers.map((k) => k.publicJwk)] }) as { keys: JWK[] };
     this.#algorithms = Object.freeze([...new Set([...this.#o.local.algorithms(), ...peers.map((k) => k.alg)])]) as SigningAlgorithm[];
   }
