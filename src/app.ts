@@ -15,6 +15,7 @@ import { RouteAuthorization } from './authz/route-authorization.js';
 import { CorsPolicy } from './cors/cors-policy.js';
 import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
+import { issuerPortWarning } from './config-load/issuer-default.js';
 import { ConfigReloader } from './config-load/reload.js';
 import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
@@ -265,7 +266,9 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return reloader?.reload() ?? false;
     },
     async listen() {
-      const addresses = await openListeners({ config, app, admin, logger, signs: mode.local !== undefined, peers: sharedKeys });
+      const addresses = await openListeners({ config, app, admin, peers: sharedKeys });
+      const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
+      if (issuerWarning) logger.warn(issuerWarning);
       logger.info({ ...addresses, store: store.kind }, 'gatehouse listening');
       return addresses;
     },

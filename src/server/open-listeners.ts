@@ -5,23 +5,18 @@
 // instance's signing key published (trusted by every live peer before it
 // goes on) and its view written (tokens/shared-keyset.ts).
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import { issuerPortWarning } from '../config-load/issuer-default.js';
 import type { Config } from '../config/schema.js';
 
 export interface OpenListenersOptions {
   config: Config;
   app: FastifyInstance;
   admin: FastifyInstance | undefined;
-  logger: Logger;
-  /** Whether this gateway signs tokens (local mode): its issuer should name the listener's port. */
-  signs: boolean;
   /** Publishes this instance to its peers (the shared key set); absent without a shared store. */
   peers: { publish(): Promise<void> } | undefined;
 }
 
 export async function openListeners(options: OpenListenersOptions): Promise<{ url: string; adminUrl: string | undefined }> {
-  const { config, app, admin, logger } = options;
+  const { config, app, admin } = options;
   let addresses: { url: string; adminUrl: string | undefined };
   try {
     const url = await app.listen({ host: config.server.host, port: config.server.port });
@@ -30,8 +25,6 @@ export async function openListeners(options: OpenListenersOptions): Promise<{ ur
     await app.close();
     throw error;
   }
-  const issuerWarning = options.signs && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
-  if (issuerWarning) logger.warn(issuerWarning);
   await options.peers?.publish();
   return addresses;
 }

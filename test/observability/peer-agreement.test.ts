@@ -18,7 +18,8 @@ const view = (instance: string, signing: string, kids: string[], users = 'u1') =
 
 describe('compareViews', () => {
   it('finds no disagreement when every instance trusts every signing key and holds the same users', () => {
-    expect(compareViews(view('a', 'ka', ['ka', 'kb']), [view('b', 'kb', ['ka', 'kb', 'old'])])).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: [], sealDiffers: [] });
+    const agreement = compareViews(view('a', 'ka', ['ka', 'kb']), [view('b', 'kb', ['ka', 'kb', 'old'])]);
+    expect(agreement).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: [], sealDiffers: [] });
   });
 
   it("names the instance that does not trust another's signing key, and the peer with another users file", () => {
