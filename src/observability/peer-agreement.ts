@@ -1,14 +1,12 @@
 // Says it when instances sharing a store disagree: a peer that does not trust
-// a key some live instance signs with (its tokens would be refused there), or
+// a key some live instance signs with (its tokens would be refused there);
 // whose users differ (a `users disable` that reached some instances only: a
-// users file not copied everywhere, or with `identity.usersIn: store` an
-// instance that missed the change's announcement and has not read the users
-// again yet), or whose entries in the store this one cannot open (another
-// seal secret: each ignores the other's keys, so tokens signed on one are
-// refused on the other). Checked once this instance is published (its
-// users read) and at every heartbeat of the shared key set;
-// logged when the set of disagreeing peers changes (at start, when there is
-// one), counted in `gatehouse_peer_disagreements`, and shown by /readyz.
+// users file not copied everywhere, or an instance that missed a change of
+// the store's users); or whose entries this one cannot open (another seal
+// secret: each ignores the other's keys). Checked once this instance is
+// published (its users read) and at every heartbeat of the shared key set;
+// logged when the set of disagreeing instances changes, counted in
+// `gatehouse_peer_disagreements`, and shown by /readyz.
 import type { Logger } from 'pino';
 import type { InstanceView } from '../tokens/shared-key-entry.js';
 import type { SharedKeySet } from '../tokens/shared-keyset.js';

@@ -1,22 +1,15 @@
 // Signing keys across instances that share a store but no file (pods with a
 // volume of their own, separate hosts). Each instance keeps its private key
-// in its own keys file (keyset.ts) and publishes the public half, with until
-// when it may verify, through the store; every instance verifies with, and
-// its JWKS serves, the union. No private key ever leaves its instance: a
-// store that is compromised can at worst add a public key, and not even that
-// when entries are sealed (shared-key-entry.ts). An instance reads its
-// peers' keys as it starts, but publishes its own, and its view, only once
-// its listeners are up (`publish`): an instance whose start failed was
-// never a peer.
-//
-// A rotation is two-phase: a new key is published, announced, and taken up
-// in every live instance's view (instance-views.ts) before this one signs with
-// it. A token naming a kid not known here makes the verifier read the store
-// once (one read in flight, then a cooldown) before refusing it. A signing
-// key's entry is renewed every heartbeat, so a key whose instance is gone
-// keeps verifying for the retention after its last heartbeat, and a retired
-// key for the retention after its retirement: every token it signed has
-// expired by then.
+// in its keys file (keyset.ts) and publishes the public half, sealed
+// (shared-key-entry.ts), with until when it may verify; every instance
+// verifies with, and its JWKS serves, the union (peer-keys.ts). It reads its
+// peers' keys as it starts, but publishes its own and its view only once its
+// listeners are up (`publish`): a start that failed was never a peer.
+// A rotation is two-phase: the new key is published, announced, and taken
+// up in every live instance's view (instance-views.ts) before this one signs
+// with it. An unknown kid makes the verifier read the store once (one read in
+// flight, then a cooldown). Entries are renewed every heartbeat, so the key of
+// an instance gone, or a retired one, verifies for the retention after.
 import { EventEmitter } from 'node:events';
 import type { CryptoKey, JWK, JWTHeaderParameters, KeyObject } from 'jose';
 import type { Logger } from 'pino';
