@@ -278,7 +278,8 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #rebuild(): void {
     const local = this.#o.local.publicJwks();
     this.#jwksSource = local;
-    const peers = this.#peers.all();
+    // A key read as a peer's before this instance's own file held it (a rotation on a shared file) is listed once, as its own.
+    const peers = this.#peers.all().filter((key) => !this.#o.local.knows(key.kid));
     this.#jwks = Object.freeze({ keys: [...local.keys, ...peers.map((k) => k.publicJwk)] }) as { keys: JWK[] };
     this.#algorithms = Object.freeze([...new Set([...this.#o.local.algorithms(), ...peers.map((k) => k.alg)])]) as SigningAlgorithm[];
   }
