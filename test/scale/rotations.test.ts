@@ -180,6 +180,8 @@ describe('rotations on three instances under traffic', { timeout: 300_000 }, () 
     } finally {
       await fleet.stop(odd);
     }
+    // No secret of any step ever reached a log line, on the instances of the last step or the odd one.
+    for (const instance of [...instances, odd]) for (const secret of [TOKEN_A, TOKEN_B, SEAL_2, SEAL_OTHER]) expect(instance.logs.text()).not.toContain(secret);
     // Gone (its view withdrawn), the others agree again.
     await heartbeats(instances);
     for (const instance of instances) {
