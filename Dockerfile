@@ -3,7 +3,13 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# A private registry and its CA, when the build is given them, arrive as build
+# secrets (`--secret id=npmrc,src=…` and `--secret id=npm_ca,src=…`): mounted for
+# this step only, never kept in a layer. Without them npm uses its defaults.
+RUN --mount=type=secret,id=npmrc,required=false --mount=type=secret,id=npm_ca,required=false \
+    if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
+    if [ -s /run/secrets/npm_ca ]; then export NPM_CONFIG_CAFILE=/run/secrets/npm_ca; fi; \
+    npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev

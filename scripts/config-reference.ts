@@ -481,15 +481,17 @@ function renderDefault(node: JsonSchema, required: boolean): string {
 const SEE_ALSO: Record<string, string> = {
   server: [
     'Stopping and `shutdownGraceS`: [Stopping](../operations/stopping.md);',
-    'the connection caps and deadlines: [Security](../operations/security.md#slow-clients-and-connection-limits).',
+    'the connection caps and deadlines: [Security](../operations/security.md#slow-clients-and-connection-limits);',
+    '`trustedProxies` behind a load balancer or ingress: [Running in production](../operations/production.md#behind-a-load-balancer-or-ingress).',
   ].join(' '),
   admin: 'Health, readiness and metrics: [Observability](../operations/observability.md#health-and-readiness).',
   log: 'The access line and its fields: [Observability](../operations/observability.md#access-log).',
   identity: 'Fronting a provider: [Fronting an OpenID Provider](../guides/openid-provider.md).',
   tokens: [
     'The algorithms and why EdDSA is the default: [Tokens and keys](../guides/tokens-and-keys.md#the-default-algorithm).',
-    "A `tokens.clients` entry is `- id: orders-service` with `secretHash:` a scrypt hash in the users file's format; in a checkout, make one with",
-    "`npx tsx -e \"import('./src/identity/passwords.ts').then(async (m) => console.log(await m.hashPassword(process.argv[1])))\" 'the-secret'`.",
+    "A `tokens.clients` entry is `- id: orders-service` with `secretHash:` a scrypt hash in the users file's format;",
+    '`gatehouse clients add orders-service` prints a new secret once and the entry that takes it, and `gatehouse clients hash-secret`',
+    'hashes a secret the client already has ([Command line](cli.md#clients)).',
   ].join(' '),
   requests: 'What is recorded and how statuses are asked for: [Asynchronous requests](../guides/async-requests.md).',
   limits: 'Why the login throttling has these values: [Security](../operations/security.md#online-guessing-and-spraying).',

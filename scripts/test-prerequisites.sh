@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs before `npm test`: the suite starts its own redis-server (standalone,
-# Sentinel and Cluster on the same binary, created with redis-cli) and drives
-# Debian's Chromium for the browser tests. Installs what is missing where it
+# Sentinel and Cluster on the same binary, created with redis-cli), drives
+# Debian's Chromium for the browser tests and checks the shipped alert rules
+# with promtool (Debian's prometheus package). Installs what is missing where it
 # can (root on Debian); anywhere else it stops before any test runs, with the
 # one command that installs them.
 set -euo pipefail
@@ -11,21 +12,10 @@ missing=()
 command -v "${REDIS_SERVER_BIN:-redis-server}" >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 [ -x "$chromium_path" ] || missing+=(chromium)
+command -v "${PROMTOOL_BIN:-promtool}" >/dev/null 2>&1 || missing+=(prometheus)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "test prerequisites missing: ${missing[*]}"
-# TEST_PREREQUISITES_INSTALL=never: report only (what a machine without apt-get or root gets).
-if [ "${TEST_PREREQUISITES_INSTALL:-auto}" != never ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing them with apt-get (Debian packages) …"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-  echo "installed: ${missing[*]}"
-  exit 0
-fi
-
-echo "install them first, then run npm test again:" >&2
-echo "  sudo apt-get install -y ${missing[*]}" >&2
-echo "(or point REDIS_SERVER_BIN and CHROMIUM_PATH at your own binaries)" >&2
+bash "$(dirname "$0")/install-missing.sh" "npm test" "${missing[@]}" && exit 0
+echo "(or point REDIS_SERVER_BIN, CHROMIUM_PATH and PROMTOOL_BIN at your own binaries)" >&2
 exit 1

@@ -21,10 +21,12 @@ import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { adminListener } from './server/admin-listener.js';
+import { healthOptions, placeHealth } from './server/health-listeners.js';
 import { registerGatewayEndpoints } from './server/gateway-endpoints.js';
 import { FrontDoor } from './server/front-door.js';
 import { openListeners } from './server/open-listeners.js';
 import { publicListener } from './server/public-listener.js';
+import { listenerCertificates } from './server/secure-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import type { PasswordVerifier } from './identity/password-check-options.js';
 import { createIdentityMode } from './identity-mode.js';
@@ -99,8 +101,8 @@ export interface Gateway {
   readonly requests: RequestTracker;
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
   reloadRoutes(): Promise<boolean>;
-  /** Starts both listeners; resolves with the addresses they bound. */
-  listen(): Promise<{ url: string; adminUrl: string | undefined }>;
+  /** Starts the listeners; resolves with the addresses they bound (`healthUrl`: `server.health.on: own`). */
+  listen(): Promise<{ url: string; adminUrl: string | undefined; healthUrl: string | undefined }>;
   /**
    * Stops taking connections, drains (readiness 503, `Connection: close`,
    * idle connections closed), lets what is in flight finish for up to
@@ -194,11 +196,12 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   let gatewayCors = config.cors;
   const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
   const front = new FrontDoor({ abuse, passwordHashing, load, bearer, clientAddress, metrics });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, cors, front);
+  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, metrics, cors, front);
   metrics.readFrom({
     openTunnels: () => websockets.openTunnels,
     openLongPolls: () => requests.watching,
     refusedConnections: () => refusedConnections(app.server),
+    certificates: () => [...listenerCertificates(app.server), ...routes.clientCertificates()],
   });
   app.server.on('upgrade', websockets.handleUpgrade);
   // The account page and API: the local users' own (a fronted provider manages its accounts itself).
@@ -223,7 +226,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     account,
     backchannelLogout: mode.backchannelLogout,
   });
-
   const reloader = options.configFile
     ? new ConfigReloader({
         file: options.configFile,
@@ -237,15 +239,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     : undefined;
   reloader?.watch();
 
-  const admin = await adminListener(config, logger, {
-    store,
-    drain,
-    metrics,
-    requests,
-    identityReady: mode.ready,
-    agreement: agreement && (() => agreement.state()),
-    load: () => load.state,
-  });
+  const health = healthOptions({ store, drain, keys, logger, publicApp: app, identityReady: mode.ready, usersLoss: mode.usersLoss, agreement, load });
+  const admin = await adminListener(config, logger, { metrics, requests, health });
+  // Health on the public listener too, or on one of its own (`server.health.on`).
+  const healthOnly = await placeHealth(config, logger, app, health);
 
   return {
     config,
@@ -266,7 +263,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return reloader?.reload() ?? false;
     },
     async listen() {
-      const addresses = await openListeners({ config, app, admin, peers: sharedKeys });
+      const addresses = await openListeners({ config, app, admin, healthOnly, peers: sharedKeys });
       const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
       if (issuerWarning) logger.warn(issuerWarning);
       logger.info({ ...addresses, store: store.kind }, 'gatehouse listening');
@@ -280,9 +277,10 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       // Long polls answer now instead of holding the listeners open.
       requests.endWatches();
       const cutCount = await cut;
-      // The admin listener last: readiness answers 503 (not a refused
+      // The admin and health listeners last: readiness answers 503 (not a refused
       // connection) and backends can still report outcomes while the public one drains.
       await admin?.close();
+      await healthOnly?.close();
       holdings.close();
       reconciler.close();
       closeFloodDefences();

@@ -16,7 +16,7 @@ import { compileClientAddress } from './http/client-address.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider } from './identity/local-provider.js';
 import type { PasswordCheckOptions } from './identity/password-check-options.js';
-import { openStoreUsers } from './identity/store-users.js';
+import { openStoreUsers, type UsersLoss } from './identity/store-users.js';
 import type { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
 import type { Metrics } from './observability/metrics.js';
@@ -55,6 +55,8 @@ export interface IdentityMode {
   backchannelLogout?: BackchannelLogout;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
   ready?: () => Promise<void>;
+  /** With the users held in the store: whether they are lost (readiness says so); absent in other modes. */
+  usersLoss?: () => UsersLoss | undefined;
   close(): Promise<void>;
 }
 
@@ -106,7 +108,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     };
   }
 
-  const users = await openLocalUsers(settings, deps);
+  const { users, usersLoss } = await openLocalUsers(settings, deps);
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
@@ -127,6 +129,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     auth: service,
     bearer,
     local: { users, usersFile: settings.usersFile, service },
+    ...(usersLoss && { usersLoss }),
     close: async () => {
       bearer.close();
       await users.close();
@@ -140,13 +143,21 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
  * holds now (not of its copy of the file, which only seeded the store), so a
  * view that missed a change is seen (observability/peer-agreement.ts).
  */
-async function openLocalUsers(settings: Extract<Config['identity'], { provider: 'local' }>, deps: IdentityModeDeps): Promise<LocalIdentityProvider> {
-  if (settings.usersIn !== 'store') return LocalIdentityProvider.open(settings, deps.logger, deps.passwords);
-  const source = await openStoreUsers(deps.store, settings.usersFile, deps.logger, settings.usersRereadS * 1000);
+async function openLocalUsers(
+  settings: Extract<Config['identity'], { provider: 'local' }>,
+  deps: IdentityModeDeps,
+): Promise<{ users: LocalIdentityProvider; usersLoss?: () => UsersLoss | undefined }> {
+  if (settings.usersIn !== 'store') return { users: await LocalIdentityProvider.open(settings, deps.logger, deps.passwords) };
+  const source = await openStoreUsers(deps.store, {
+    usersFile: settings.usersFile,
+    logger: deps.logger,
+    rereadMs: settings.usersRereadS * 1000,
+    onLossChange: (loss) => deps.metrics.usersLost.set(loss ? 1 : 0),
+  });
   const users = await LocalIdentityProvider.open(settings, deps.logger, deps.passwords, source);
   if (deps.keys instanceof SharedKeySet) {
     deps.keys.useUsersDigest(async () => users.viewDigest());
     await deps.keys.heartbeatNow();
   }
-  return users;
+  return { users, usersLoss: () => source.loss };
 }

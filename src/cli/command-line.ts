@@ -9,6 +9,7 @@ import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
 import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
+import { CLIENTS_COMMANDS } from './clients.js';
 import {
   asksForHelp,
   EXIT_OK,
@@ -80,6 +81,8 @@ const COMMANDS: Record<string, Command> = {
   },
   users: groupCommand(USERS_COMMANDS, localUsersIo),
   apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
+  // Reads no config: it makes what the operator then writes into one.
+  clients: groupCommand(CLIENTS_COMMANDS, (io) => io),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const file = configFilePath(config);
     if (providerOf(file) === 'oidc') throw oidcRefusal(file, 'signing keys');
@@ -137,10 +140,10 @@ Options:
 ${formatTable([
   ['  -c, --config FILE', 'the config file; else $GATEHOUSE_CONFIG, else the embedded default'],
   ['  -h, --help', "this text; after a command, that command's usage"],
-  ['  -v, --version', 'the version'],
+  ['  -v, --version', 'the version (before or after the command)'],
 ])}
 
-Exit codes: 0 done, 1 failed, 2 wrong command line, 78 invalid configuration.`;
+Exit codes: 0 done, 1 failed, 2 wrong command line, 65 a role or scope the config does not declare, 78 invalid configuration.`;
 }
 
 /** `--config FILE` (also `-c FILE`, `--config=FILE`) may stand anywhere before a `--`; the rest is the command's. */
@@ -166,15 +169,22 @@ function splitConfigOption(argv: readonly string[]): { file: string | undefined;
   return { file, args };
 }
 
+/** `--version` or `-v` among the arguments, before any `--` (after it, words are positional). */
+function asksForVersion(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--version' || arg === '-v');
+}
+
 /** Runs `gatehouse …`; the exit code, or KEEPS_RUNNING. */
 export function runCommandLine(argv: readonly string[], io: ProcessIo): Promise<number> {
   return runCli('', io, async () => {
     const { file, args } = splitConfigOption(argv);
-    const [first, ...rest] = args;
-    if (first === '--version' || first === '-v') {
+    // Anywhere before a `--`, like --help: `gatehouse start --version` is asked as often as `gatehouse --version`.
+    if (asksForVersion(args)) {
       writeLine(io.stdout, GATEHOUSE_VERSION);
       return EXIT_OK;
     }
+    const [first, ...rest] = args;
     if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
       if (first === undefined) throw new UsageError('missing command');
       writeLine(io.stdout, usage());

@@ -5,7 +5,7 @@ import type { StoreConfig } from '../config/schema.js';
 import { CliError, UndeclaredNameError, type OutputIo } from './command.js';
 
 export interface CliIo extends OutputIo {
-  /** The users file the commands read and replace; with `usersIn: store`, what seeds an empty store. */
+  /** The users file the commands read and replace; with `usersIn: store` only named (a gateway's first start seeds from it). */
   usersFile: string;
   /** Where the users live (`identity.usersIn`); absent: the users file. */
   usersIn?: 'file' | 'store';

@@ -1,7 +1,9 @@
 // Where the `users` and `apikeys` commands find the users: the users file,
 // or with `identity.usersIn: store` the store, reached from whichever host the
 // command runs on. In the store, a change is one compare-and-set announced
-// to every running gateway, which all read the users again at once.
+// to every running gateway, which all read the users again at once. A
+// command only reads and changes the users: seeding a new store, and marking
+// one that lost its users, are the gateways' (identity/store-users.ts).
 import { pino } from 'pino';
 import { withinDeadline } from '../core/deadline.js';
 import { StoreUsers } from '../identity/store-users.js';
@@ -41,9 +43,13 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
       throw new CliError(`cannot reach the store at ${redactStoreUrl(url)} (${(error as Error).message}): the users live there (identity.usersIn: store)`);
     });
     const users = new StoreUsers({ records: store.users!, onFeedResumed: () => () => {}, logger: silent });
-    // As a starting gateway does: an empty store takes the users file's users first, so no command acts on none.
-    const seeded = await users.seedFrom(io.usersFile);
-    if (seeded > 0) writeLine(io.stderr, `the store held no users: seeded it with the ${seeded} of ${io.usersFile} (the store is their source now)`);
+    // A command never seeds the store (a gateway's first start does) and never marks it: it tells what it found.
+    const { records, marker } = await store.users!.state();
+    if (marker === 'lost') {
+      writeLine(io.stderr, 'the users held in the store were lost (Redis lost its data): restore them with `gatehouse users import <an export>`');
+    } else if (marker === null && records.size === 0) {
+      writeLine(io.stderr, `the store was never seeded: a gateway's first start reads ${io.usersFile} into it if that file exists (no file is needed)`);
+    }
     return await use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
   } finally {
     await store.close();

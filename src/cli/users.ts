@@ -49,7 +49,7 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
   given (exit 65 lists them); any role can be taken away.`,
       run: roles,
     },
-    list: { synopsis: 'list [--json]', summary: 'list users (never a password hash); --json for scripts', run: list },
+    list: { synopsis: 'list [--json]', summary: 'list users: status, roles, active API keys (never a hash); --json for scripts', run: list },
     import: {
       synopsis: 'import FILE',
       summary: 'identity.usersIn: store: replace the users in the store by those of a users file',
@@ -68,8 +68,8 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
     },
   },
   notes: `Passwords have at least ${MIN_PASSWORD_LENGTH} characters. A running gateway picks changes up without a restart.
-With identity.usersIn: store the commands work on the users in Redis, from any host with the config; an empty store
-is first seeded from the users file.`,
+With identity.usersIn: store the commands work on the users in Redis (no users file is needed), from any host with
+the config; a gateway's first start seeds a store never seeded from the users file, if that file exists.`,
 };
 
 export async function runUsersCommand(args: string[], io: CliIo): Promise<number> {
@@ -186,9 +186,15 @@ async function list(args: string[], io: CliIo): Promise<number> {
     writeLine(io.stderr, `no users in ${where}`);
     return EXIT_OK;
   }
-  // Never the password hash nor key hashes: a listing gets pasted into tickets.
-  const rows = users.map(([name, user]) => [name, user.id, user.disabled ? 'disabled' : 'enabled', String(user.apiKeys.filter(isApiKeyActive).length)]);
-  writeLine(io.stdout, formatTable([['NAME', 'ID', 'STATUS', 'ACTIVE KEYS'], ...rows]));
+  // Never the password hash nor key hashes: a listing gets pasted into tickets. `-`: no roles (a column is never blank).
+  const rows = users.map(([name, user]) => [
+    name,
+    user.id,
+    user.disabled ? 'disabled' : 'enabled',
+    user.roles?.length ? user.roles.join(',') : '-',
+    String(user.apiKeys.filter(isApiKeyActive).length),
+  ]);
+  writeLine(io.stdout, formatTable([['NAME', 'ID', 'STATUS', 'ROLES', 'ACTIVE KEYS'], ...rows]));
   return EXIT_OK;
 }
 

@@ -8,7 +8,7 @@
 // come with field paths like any other.
 import type { z } from 'zod';
 import { compileClientAddress } from '../http/client-address.js';
-import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
+import { HEALTH_PATHS, isShadowedRoutePrefix } from '../http/gateway-paths.js';
 import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { HeaderPolicy } from '../proxy/upstream-headers.js';
 import { parseStoreUrl } from '../store/store-url.js';
@@ -68,6 +68,27 @@ export function checkRoutes(routes: readonly unknown[], ctx: Context): void {
   });
 }
 
+/**
+ * With `server.health.on: public`, `/healthz` and `/readyz` are the gateway's
+ * on the public listener: a route whose prefix is one of them, or below one,
+ * would never be reached. A broader route (`/`) keeps everything else.
+ */
+export function checkHealthOnPublic(routes: readonly unknown[], ctx: Context): void {
+  if (!Array.isArray(routes)) return;
+  routes.forEach((entry, index) => {
+    const route = compiledOrUndefined(entry);
+    if (route === undefined) return;
+    const claimed = HEALTH_PATHS.find((path) => route.prefix === path || route.prefix.startsWith(`${path}/`));
+    if (claimed !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['routes', index, 'prefix'],
+        message: `${route.config.prefix} is served by the gateway itself (server.health.on: public)`,
+      });
+    }
+  });
+}
+
 /** A route the schema found faults with, compiled if its matching fields can be read at all. */
 function compiledOrUndefined(entry: unknown): CompiledRoute | undefined {
   const route = entry as Partial<Record<keyof RouteConfig, unknown>> | null;
@@ -123,4 +144,5 @@ export const contentChecks: ContentChecks = {
   trustedProxy: checkTrustedProxy,
   identityHeaders: (names, ctx) => checkIdentityHeaders(names as IdentityHeaderNames, ctx),
   routes: checkRoutes,
+  healthOnPublic: checkHealthOnPublic,
 };

@@ -1,6 +1,7 @@
 // The environment checks: what the config asks of the file system, looked at
 // before anything is written or opened. The users file must exist, be
-// readable and parse; the keys file must be readable, or its folder must
+// readable and parse (with `usersIn: store` it only seeds a new store and may
+// be missing; one that exists must still parse); the keys file must be readable, or its folder must
 // exist and be writable so that the first start can create it; with Redis,
 // the journal's folder must be writable or creatable. Read-only:
 // nothing here creates, writes or locks a file.
@@ -28,7 +29,8 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
   const problems: string[] = [];
   if (files.usersFile !== undefined) {
     const field = options.label('identity.usersFile');
-    problems.push(...usersFileProblems(files.usersFile, options.embeddedDefault.usersFile).map((p) => `${field}: ${p}`));
+    const mayBeMissing = options.embeddedDefault.usersFile || files.usersFileSeedsStore === true;
+    problems.push(...usersFileProblems(files.usersFile, mayBeMissing).map((p) => `${field}: ${p}`));
   }
   if (files.keysFile !== undefined) {
     const field = options.label('tokens.keysFile');

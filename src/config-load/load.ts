@@ -110,6 +110,8 @@ export function parseConfig(raw: unknown, options: ParseConfigOptions): Config {
 /** The files a config names, resolved, as far as they could be read (even from a config that does not validate). */
 export interface ConfiguredFiles {
   usersFile?: string;
+  /** `identity.usersIn: store`: the users file only seeds a store never seeded, and need not exist. */
+  usersFileSeedsStore?: boolean;
   keysFile?: string;
   /** A fronted provider's client key (`identity.privateKeyFile`). */
   privateKeyFile?: string;
@@ -157,6 +159,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   // A fronted provider signs the tokens: its mode reads no keys file and creates none.
   const keysFile = stringAt(merged, 'identity', 'provider') === 'oidc' ? undefined : stringAt(merged, 'tokens', 'keysFile');
   if (usersFile) files.usersFile = resolvePath(options.baseDir, usersFile);
+  if (stringAt(merged, 'identity', 'usersIn') === 'store') files.usersFileSeedsStore = true;
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
   const privateKeyFile = stringAt(merged, 'identity', 'privateKeyFile');
   if (privateKeyFile) files.privateKeyFile = resolvePath(options.baseDir, privateKeyFile);

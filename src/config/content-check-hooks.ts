@@ -14,4 +14,6 @@ export interface ContentChecks {
   identityHeaders(names: Record<string, string>, ctx: z.RefinementCtx): void;
   /** The routes, each on its own and against each other. */
   routes(routes: readonly unknown[], ctx: z.RefinementCtx): void;
+  /** With health on the public listener (`server.health.on: public`): no route claims its paths. */
+  healthOnPublic(routes: readonly unknown[], ctx: z.RefinementCtx): void;
 }

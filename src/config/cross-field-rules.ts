@@ -130,3 +130,15 @@ export function checkServerLimits(
     });
   }
 }
+
+/** A health-only listener (`server.health.on: own`) needs a port of its own: the public or admin listener's would fail the start. */
+export function checkHealthListener(
+  server: { port: number; health: { on: string; port: number } },
+  admin: { enabled: boolean; port: number },
+  issues: Issues,
+): void {
+  const { on, port } = server.health;
+  if (on !== 'own' || port === 0) return;
+  const taken = port === server.port ? 'server.port' : admin.enabled && port === admin.port ? 'admin.port' : undefined;
+  if (taken !== undefined) issues.push({ code: 'custom', path: ['server', 'health', 'port'], message: `must differ from ${taken} (${port})`, input: port });
+}

@@ -6,6 +6,9 @@ export const DEFAULT_HOST = '0.0.0.0';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 export const DEFAULT_ADMIN_PORT = 9090;
+/** The health-only listener (`server.health.on: own`): every interface, since a load balancer on another host probes it. */
+export const DEFAULT_HEALTH_HOST = '0.0.0.0';
+export const DEFAULT_HEALTH_PORT = 9091;
 /** Body limit of the gateway's own JSON endpoints (login, refresh, token, status). */
 export const DEFAULT_API_BODY_LIMIT_BYTES = 16 * 1024;
 export const DEFAULT_LOG_LEVEL = 'info';

@@ -3,23 +3,37 @@
 import { z } from 'zod';
 import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 import * as d from './defaults.js';
-import { help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
+import { help, httpUrl, nonNegativeInt, positiveInt, strongSecret } from './schema-primitives.js';
 
 /** Gatehouse's own users (`identity.provider: local`): a YAML file of scrypt password hashes and API key digests; Gatehouse signs the tokens. */
 export const LocalIdentitySchema = z.strictObject({
   /** Gatehouse's own users file. */
   provider: z.literal('local').meta(help('who the users are: local (a users file of its own) or oidc (an OpenID Provider it fronts)', 'local')),
-  /** The YAML users file that `gatehouse users …` and `gatehouse apikeys …` manage. */
-  usersFile: z.string().min(1).meta(help('the YAML file of users and their password hashes (`gatehouse users add NAME` creates it)', './users.yaml')),
+  /**
+   * The YAML users file that `gatehouse users …` and `gatehouse apikeys …`
+   * manage. With `usersIn: store` only a seed, which need not exist: read
+   * once into a store never seeded, never again.
+   */
+  usersFile: z
+    .string()
+    .min(1)
+    .meta(
+      help(
+        'the YAML file of users and their password hashes (`gatehouse users add NAME` creates it; with usersIn: store only a seed, which need not exist)',
+        './users.yaml',
+      ),
+    ),
   /** Pick up edits of the users file without a restart. */
   watch: z.boolean().default(true),
   /**
    * Where the users live. `file`: the users file is the source (one
    * instance, or instances sharing that file). `store`: in Redis (needs
    * `store.url`), so `gatehouse users …` and `apikeys …` run from any host
-   * reach every instance at once; the users file only seeds an empty store at
-   * first start (`gatehouse users import` and `export` move users between the
-   * two). See docs/operations/scaling.md.
+   * reach every instance at once, and Redis is the user database: back it up
+   * (docs/operations/backup-and-upgrade.md). The users file, if it exists, only
+   * seeds a store never seeded; a store that lost its users is an alarm, put
+   * right with `gatehouse users import` of an export. See
+   * docs/operations/scaling.md.
    */
   usersIn: z.enum(['file', 'store']).default('file'),
   /**
@@ -99,6 +113,12 @@ export const IdentitySchema = z
   .discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema])
   .meta(help('who the users are', '{provider: local, usersFile: ./users.yaml}'));
 
+/**
+ * The reference's example of `tokens.clients[].secretHash`: a real hash (of a
+ * random secret nobody kept), so that the documented value loads as written.
+ */
+export const CLIENT_SECRET_HASH_EXAMPLE = 'scrypt$ln=15,r=8,p=1$dgnFZVhp3FgnM2bTza1b4Q$p8HsfsJL-bDbcvwxTqeQX2V1j1W0H-F6iBT676yHd_Y';
+
 export const SIGNING_ALGORITHMS = ['EdDSA', 'ES256', 'RS256'] as const;
 
 /** The asymmetric JWS algorithms a DPoP proof may use: `none` and HMAC are not among them, so no config can allow them. */
@@ -110,7 +130,8 @@ export const DpopSchema = z.strictObject({
    * `optional`: a login or refresh that sends a `DPoP` proof gets bound tokens
    * (`token_type: DPoP`), one without gets plain bearer tokens as before.
    * `required`: a login or refresh without a proof is refused (400
-   * `invalid_dpop_proof`). Bound tokens are enforced on every bearer check either way.
+   * `dpop_proof_refused`, OAuth error `invalid_dpop_proof`). Bound tokens are
+   * enforced on every bearer check either way.
    */
   policy: z.enum(['optional', 'required']).default('optional'),
   /** The algorithms a proof may be signed with (its `alg`); discovery names them in `dpop_signing_alg_values_supported`. */
@@ -139,8 +160,9 @@ export const DpopSchema = z.strictObject({
 export const TokensSchema = z.strictObject({
   /**
    * The tokens' `iss`, and the base of the discovery URLs: the gateway's
-   * public URL. Absent: `http://<server.host>:<server.port>` (`localhost` for a
-   * wildcard host such as 0.0.0.0), so moving the listener moves it too; with
+   * public URL. Absent: `http://<server.host>:<server.port>` (`https://` with
+   * `server.tls`; `localhost` for a wildcard host such as 0.0.0.0), so moving
+   * the listener moves it too; with
    * `server.port: 0` (any free port) it stays `http://localhost:8080`. One that
    * names another port than the listener's is warned about at start.
    */
@@ -158,7 +180,7 @@ export const TokensSchema = z.strictObject({
    * (mode 0600). Required in local mode; a fronted provider (oidc) signs the
    * tokens itself, so there it is neither needed nor created.
    */
-  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start)', './data/keys.json')).optional(),
+  keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start; outside the config folder)', '../data/keys.json')).optional(),
   /**
    * With a Redis store: the secret that seals (HMAC) the public signing keys
    * each instance publishes there, the same on every instance; an entry not
@@ -166,11 +188,11 @@ export const TokensSchema = z.strictObject({
    * ignored. Absent: derived from `requests.serviceToken`, as before it had a
    * setting of its own. Better set from the environment than in the file.
    */
-  keySealSecret: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  keySealSecret: strongSecret.optional(),
   /** Phase one of a rotation of the seal: the new secret, accepted (entries it sealed are opened) but not yet sealing. */
-  keySealSecretNext: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  keySealSecretNext: strongSecret.optional(),
   /** Phase two: the old secret, still accepted; entries it sealed are sealed again with `keySealSecret`. */
-  keySealSecretPrevious: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  keySealSecretPrevious: strongSecret.optional(),
   /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */
@@ -187,11 +209,11 @@ export const TokensSchema = z.strictObject({
       z.strictObject({
         /** The client's id, as it authenticates (HTTP Basic, or `client_id` in the form). */
         id: z.string().min(1).max(200).meta(help("the client's id, as it authenticates", 'orders-service')),
-        /** A scrypt hash of the client's secret, in the users file's format. */
+        /** A scrypt hash of the client's secret, in the users file's format: `gatehouse clients add ID` makes a secret and its entry. */
         secretHash: z
           .string()
-          .refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse users` writes them' })
-          .meta(help("a scrypt hash of the client's secret, as `gatehouse users` writes password hashes", 'scrypt$16384$8$1$<salt>$<hash>')),
+          .refine(isWellFormedPasswordHash, { error: 'must be a scrypt hash as `gatehouse clients add` prints them' })
+          .meta(help("a scrypt hash of the client's secret, as `gatehouse clients add ID` prints it", CLIENT_SECRET_HASH_EXAMPLE)),
       }),
     )
     .default([]),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import * as d from './defaults.js';
 import { AbuseLimitsSchema, LoadSheddingSchema } from './flood-schema.js';
-import { headerName, httpUrl, positiveInt, withoutIssues } from './schema-primitives.js';
+import { headerName, httpUrl, positiveInt, strongSecret, withoutIssues } from './schema-primitives.js';
 import { ProxyUpstreamTlsSchema } from './upstream-schema.js';
 
 /** The records of asynchronous requests (the 202 answers routes capture) and the status API that answers for them. */
@@ -33,15 +33,17 @@ export const RequestsSchema = z.strictObject({
   /**
    * The credential backend services present to the internal status API
    * (`Authorization: Bearer …`); better set from the environment than in the
-   * file. Absent: the internal API refuses every call.
+   * file. Absent: the internal API refuses every call. A placeholder, a
+   * repeated pattern or a guessable one is refused: make it with
+   * `openssl rand -base64 32`.
    */
-  serviceToken: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  serviceToken: strongSecret.optional(),
   /**
    * The service token being replaced, still accepted while backends move to
    * `serviceToken` one at a time (docs/operations/rotations.md); remove it
    * once every backend presents the new one. Needs `serviceToken`.
    */
-  serviceTokenPrevious: z.string().min(32, { error: 'must be at least 32 characters' }).optional(),
+  serviceTokenPrevious: strongSecret.optional(),
 });
 
 /** How the proxy forwards to the routes' upstreams: the headers backends get, and the upstream connections. */

@@ -1,6 +1,7 @@
 // The small pieces every part of the config schema is built from, and the two
 // `when` conditions its content checks run under.
 import { z } from 'zod';
+import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
 
 export const port = z.number().int().min(0).max(65_535);
 export const positiveInt = z.number().int().positive();
@@ -30,3 +31,18 @@ export const help = (what: string, example: string) => ({ what, example }) satis
 export const always = (): boolean => true;
 /** For zod's `when`: only a value the schema found no fault with (else the same fault would be told twice). */
 export const withoutIssues = (payload: { issues: readonly unknown[] }): boolean => payload.issues.length === 0;
+
+/**
+ * A secret Gatehouse holds in plain text (a bearer, a sealing key): at least
+ * 32 characters, and none a person made up (core/secret-strength.ts).
+ */
+export const strongSecret = z
+  .string()
+  .min(32, { error: 'must be at least 32 characters' })
+  .superRefine(
+    (secret, ctx) => {
+      const verdict = judgeSecret(secret);
+      if (!verdict.strong) ctx.addIssue({ code: 'custom', message: `${verdict.weakness}: ${SECRET_ADVICE}` });
+    },
+    { when: withoutIssues },
+  );

@@ -8,7 +8,7 @@
 // field paths like any other problem; config-load/ makes the schema with them.
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
-import { checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
+import { checkHealthListener, checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
 import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-schema.js';
 import { checkRotationSecrets } from './rotation-rules.js';
 import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
@@ -46,6 +46,10 @@ export function createConfigSchema(checks: ContentChecks) {
         .default([]),
     })
     .superRefine((value, ctx) => checkKeysFile(value, ctx.issues), { when: always })
+    .superRefine((value, ctx) => {
+      if (value.server.health.on === 'public') checks.healthOnPublic(value.routes, ctx);
+    })
+    .check((ctx) => checkHealthListener(ctx.value.server, ctx.value.admin, ctx.issues))
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues, ctx.value.server.tls?.clientCertificates !== undefined))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
     .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))

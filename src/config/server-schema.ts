@@ -14,7 +14,12 @@ export function serverSchema(checks: ContentChecks) {
     port: port.default(d.DEFAULT_PORT),
     /** Body limit of the gateway's own JSON endpoints; proxied routes have their own. */
     apiBodyLimitBytes: positiveInt.default(d.DEFAULT_API_BODY_LIMIT_BYTES),
-    /** Addresses or CIDRs whose `X-Forwarded-*` headers are believed, and whose connections the per-address cap does not count. */
+    /**
+     * Addresses or CIDRs whose `X-Forwarded-*` headers are believed, and whose
+     * connections the per-address cap does not count. A peer not listed that
+     * sends `X-Forwarded-For` or `Forwarded` is warned about once and counted
+     * (`gatehouse_untrusted_forwarded_headers_total`).
+     */
     trustedProxies: z
       .array(
         z
@@ -66,8 +71,28 @@ export function serverSchema(checks: ContentChecks) {
     tls: ListenerTlsSchema.optional(),
     /** HTTP/2 to clients on the TLS listener. */
     http2: ListenerHttp2Schema.prefault({}),
+    health: HealthSchema.prefault({}),
   });
 }
+
+/**
+ * Where `/healthz` and `/readyz` answer, so that a load balancer on another
+ * host needs neither the internal status API nor `/metrics`. The admin
+ * listener answers them in every case.
+ */
+export const HealthSchema = z.strictObject({
+  /**
+   * `admin`: on the admin listener only. `public`: also on the public
+   * listener, where the two paths are then the gateway's own (no route may
+   * claim them, a route on `/` does not get them). `own`: also on a
+   * health-only listener at `host`:`port`.
+   */
+  on: z.enum(['admin', 'public', 'own']).default('admin'),
+  /** The health-only listener's address (`on: own`). */
+  host: host.default(d.DEFAULT_HEALTH_HOST),
+  /** The health-only listener's port (`on: own`). */
+  port: port.default(d.DEFAULT_HEALTH_PORT),
+});
 
 /** The admin listener: health (`/healthz`), readiness (`/readyz`), metrics (`/metrics`) and the internal status API backends report to. */
 export const AdminSchema = z.strictObject({

@@ -54,6 +54,8 @@ export const ERRORS = {
   store_unavailable: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'state store unavailable' },
   // Readiness of a gateway that got a stop signal: load balancers take it out of rotation.
   shutting_down: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is stopping' },
+  // Readiness of a gateway that cannot serve at all (server/readiness-checks.ts): no listener up, no keys held.
+  not_ready: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway cannot serve' },
   // Password hashing is bounded (limits/fair-work-queue.ts): this address already has as many logins waiting as it may.
   login_queue_full_for_address: { status: 429, message: 'Too many logins from this address are waiting. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'too many logins waiting from this address' },
   // …and every address together has as many waiting as the gateway takes.

@@ -80,10 +80,20 @@ export const GATEWAY_PATHS: readonly string[] = [
 /**
  * The admin listener's paths (server/health.ts, server/metrics-route.ts,
  * requests/internal-routes.ts): another port, never the public one, so they
- * are no gateway paths there (a route may proxy `/metrics`).
+ * are no gateway paths there (a route may proxy `/metrics`). The health paths
+ * alone may also answer on the public listener (`server.health.on: public`):
+ * then, and only then, they are the gateway's there (isHealthPath).
  */
 export const LIVENESS_PATH = '/healthz';
 export const READINESS_PATH = '/readyz';
+export const HEALTH_PATHS = [LIVENESS_PATH, READINESS_PATH] as const;
+
+/** `/healthz` or `/readyz`, with or without a query: exact paths, so `/healthzone` stays a route's. */
+export function isHealthPath(url: string): boolean {
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path === LIVENESS_PATH || path === READINESS_PATH;
+}
 export const METRICS_PATH = '/metrics';
 export const INTERNAL_STATUS_PATH = '/internal/v1/requests/:id/status';
 

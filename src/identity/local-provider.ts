@@ -36,6 +36,12 @@ export interface LocalIdentityEvents {
   reload: [applied: boolean];
 }
 
+/** What an instance with no users says, true to where the users are. */
+const NO_USERS_HINT: Record<UsersSource['kind'], string> = {
+  'users file': 'holds no users (or does not exist): nobody can log in; `gatehouse users add NAME` creates it',
+  store: 'holds no users: nobody can log in; `gatehouse users add NAME` adds one there (no users file is needed)',
+};
+
 export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> implements IdentityProvider {
   readonly #source: UsersSource;
   readonly #logger: Logger;
@@ -96,7 +102,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     provider.#digest = read.digest;
     const users = provider.#snapshot.byName.size;
     const where = usersSource.kind === 'store' ? 'the store' : 'the users file';
-    if (users === 0) log.warn(`${where} holds no usersSource{usersSource.kind === 'store' ? '' : ' (or does not exist)'}: nobody can log in`);
+    if (users === 0) log.warn(`${where} ${NO_USERS_HINT[usersSource.kind]}`);
     else log.info({ users }, usersSource.kind === 'store' ? 'users loaded from the store' : 'users file loaded');
     if (config.watch || usersSource.kind === 'store') provider.#stopWatching = usersSource.watch(() => provider.reload());
     return provider;

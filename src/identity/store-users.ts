@@ -1,21 +1,18 @@
 // The users held in the store (`identity.usersIn: store`): each user's record
-// as JSON under its name (store/user-records.ts keeps them), read whole into
-// the provider's snapshot and changed by compare-and-set, so a command run
-// from any host reaches every instance at once:
+// as JSON under its name (store/user-records.ts), read whole into the
+// provider's snapshot and changed by compare-and-set, announced to every
+// instance, which reads them again then, when its feed resumes, and every
+// `rereadMs`. A record that does not read leaves its user out, logged by name.
 //
-// - a change (CLI, account page) writes only the users it touches, each only
-//   if it is still as it was read (else read again and retried), and the
-//   store announces it on its feed in the same step;
-// - every instance reads the users again when it hears an announcement, when
-//   its feed resumes after an interruption (announcements may have been
-//   missed), and every `rereadMs` in any case, a safety net for a lost one.
-//
-// A record that does not read (a hand edit in Redis) leaves its user out,
-// logged by name: that user cannot log in, everyone else can.
+// Redis is then the user database, and its marker says what became of it: a
+// store without one is seeded once (from the users file, if it exists) by the
+// first instance that reads it; an instance that knew it seeded and finds the
+// marker gone marks it `lost` and raises the alarm; no later start seeds it
+// again: only `gatehouse users import` puts the users back and ends it.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
-import type { UserRecords } from '../store/user-records.js';
+import type { SeedOutcome, UserRecords, UsersState } from '../store/user-records.js';
 import { readUsersFile, UsersFileError, validateUsersData, type UserRecord, type UsersFileData } from './users-file.js';
 import type { UsersChange, UsersRead, UsersSource } from './users-source.js';
 
@@ -31,19 +28,88 @@ export interface StoreUsersOptions {
   onFeedResumed: (listener: () => void) => () => void;
   logger: Logger;
   rereadMs?: number;
+  /**
+   * A gateway's: the users file that seeds a store never seeded (`identity.usersFile`; it need not exist).
+   * Absent (a command): this reader neither seeds nor marks a store, it only reads what is there.
+   */
+  seedFile?: string;
+  /** Told when the users are found lost, and when they are back (undefined): the metric and readiness. */
+  onLossChange?: (loss: UsersLoss | undefined) => void;
+}
+
+/** The users held in the store are gone: the keys missing, as the alarm names them. */
+export interface UsersLoss {
+  missing: string[];
+}
+
+/** What this instance's seed found (store/user-records.ts), and how many users it wrote. */
+export interface SeedReport {
+  outcome: SeedOutcome;
+  users: number;
 }
 
 export class StoreUsers implements UsersSource {
   readonly kind = 'store' as const;
-  readonly #o: Required<StoreUsersOptions>;
+  readonly #o: StoreUsersOptions & { rereadMs: number };
+  /** This instance saw the store marked seeded: a marker gone since is a loss, not a first start. */
+  #knewSeeded = false;
+  #loss: UsersLoss | undefined;
+  #seed: SeedReport | undefined;
 
   constructor(options: StoreUsersOptions) {
     this.#o = { rereadMs: DEFAULT_USERS_REREAD_MS, ...options };
   }
 
   async read(): Promise<UsersRead> {
-    const texts = await this.#o.records.all();
-    return { data: this.#parse(texts).data, digest: usersDigest(texts) };
+    const state = await this.#settle(await this.#o.records.state());
+    this.#note(state);
+    return { data: this.#parse(state.records).data, digest: usersDigest(state.records) };
+  }
+
+  /** The users are gone (the alarm), as of the last read; undefined while they are not. */
+  get loss(): UsersLoss | undefined {
+    return this.#loss;
+  }
+
+  /** What the seed this instance ran found; undefined when the store was marked before it first read it. */
+  get seedReport(): SeedReport | undefined {
+    return this.#seed;
+  }
+
+  /**
+   * A store without a marker: one this instance knew seeded has lost its data
+   * (marked `lost`, so no later start seeds it); any other is new (seeded from
+   * the file when it holds no users, adopted when an older version wrote them).
+   */
+  async #settle(state: UsersState): Promise<UsersState> {
+    if (state.marker !== null || this.#o.seedFile === undefined) return state;
+    if (this.#knewSeeded) {
+      await this.#o.records.markLost();
+    } else {
+      const records = state.records.size === 0 ? await seedRecords(this.#o.seedFile) : new Map<string, string>();
+      const outcome = await this.#o.records.seed(records);
+      this.#seed = { outcome, users: outcome === 'seeded' ? records.size : 0 };
+    }
+    return this.#o.records.state();
+  }
+
+  /** Raises the alarm when the store says its users were lost, and lowers it once they are back. */
+  #note(state: UsersState): void {
+    if (state.marker === 'seeded') this.#knewSeeded = true;
+    const { users, marker } = this.#o.records.keys;
+    const loss = state.marker === 'lost' ? { missing: [...(state.records.size === 0 ? [users] : []), marker] } : undefined;
+    if (loss && !this.#loss) {
+      this.#o.logger.error(
+        { missing: loss.missing },
+        'the users held in the store are gone (Redis lost its data: a FLUSHALL, a failover to an empty replica, a Redis replaced without ' +
+          `its data): ${loss.missing.join(' and ')} missing. Nobody can log in, and the users file is not read again: ` +
+          'restore the users with `gatehouse users import <an export>`',
+      );
+    } else if (!loss && this.#loss) {
+      this.#o.logger.info({ users: state.records.size }, 'the users held in the store are back (the store is marked seeded again): the alarm is over');
+    }
+    if (Boolean(loss) !== Boolean(this.#loss)) this.#o.onLossChange?.(loss);
+    this.#loss = loss;
   }
 
   async change(change: UsersChange): Promise<UsersFileData> {
@@ -72,20 +138,6 @@ export class StoreUsers implements UsersSource {
     };
   }
 
-  /**
-   * With an empty store, writes the users file's users into it (first start
-   * with `usersIn: store`, or the first command run against it); the number
-   * written, 0 when the store held users already or the file holds none.
-   */
-  async seedFrom(file: string): Promise<number> {
-    if ((await this.#o.records.all()).size > 0) return 0;
-    const { users } = await readUsersFile(file);
-    const changes = Object.entries(users).map(([username, record]) => ({ username, expected: null, next: JSON.stringify(record) }));
-    // Every user expected absent: an instance seeding at the same moment makes this one write nothing.
-    if (changes.length === 0 || !(await this.#o.records.change(changes))) return 0;
-    return changes.length;
-  }
-
   /** Replaces every user in the store by the given ones (`users import`); what was added, changed and removed. */
   async replaceAll(data: UsersFileData): Promise<{ added: number; changed: number; removed: number }> {
     const counts = { added: 0, changed: 0, removed: 0 };
@@ -97,6 +149,8 @@ export class StoreUsers implements UsersSource {
       ).length;
       return data;
     });
+    // The explicit way back from a loss: the store is marked seeded again, and every instance told.
+    await this.#o.records.markSeeded();
     return counts;
   }
 
@@ -125,30 +179,47 @@ export function usersDigest(texts: ReadonlyMap<string, string>): string {
   return hash.digest('base64url');
 }
 
+/** The seed file's users as the store keeps them; a file that does not exist seeds nobody. */
+async function seedRecords(file: string): Promise<Map<string, string>> {
+  const { users } = await readUsersFile(file);
+  return new Map(Object.entries(users).map(([username, record]) => [username, JSON.stringify(record)]));
+}
+
 /**
- * The users in `store` for a starting gateway: an empty store is seeded from
- * the users file first (said in a log line: from then on the store is the
- * source, and edits of the file change nothing). A store that does not answer
- * now is said too; the users are read as soon as it does.
+ * The users in `store` for a starting gateway, read once here so that a store
+ * never seeded is seeded (from the users file if it exists; said in a log
+ * line), a lost one is said, and a seed file that does not read fails the
+ * start. A store that does not answer now is said too; the users are read
+ * (and a new store seeded) as soon as it does.
  */
-export async function openStoreUsers(store: Store, usersFile: string, logger: Logger, rereadMs?: number): Promise<StoreUsers> {
+export async function openStoreUsers(
+  store: Store,
+  options: { usersFile: string; logger: Logger; rereadMs?: number; onLossChange?: (loss: UsersLoss | undefined) => void },
+): Promise<StoreUsers> {
   if (store.users === undefined) throw new Error('identity.usersIn: store needs the Redis store (store.url)');
-  const log = logger.child({ component: 'identity', usersIn: 'store' });
+  const { usersFile, rereadMs, onLossChange } = options;
+  const log = options.logger.child({ component: 'identity', usersIn: 'store' });
   const users = new StoreUsers({
     records: store.users,
     onFeedResumed: (listener) => store.onRevocationFeedResumed(listener),
     logger: log,
+    seedFile: usersFile,
     ...(rereadMs !== undefined && { rereadMs }),
+    ...(onLossChange && { onLossChange }),
   });
   try {
-    const seeded = await users.seedFrom(usersFile);
-    if (seeded > 0) {
-      log.info({ users: seeded, usersFile }, 'the store held no users: seeded it from the users file, which is not read again (the store is the source now)');
-    }
+    await users.read();
   } catch (error) {
     // A seed that does not read fails the start, as the users file does without the store: starting with nobody would hide it.
     if (error instanceof UsersFileError) throw error;
-    log.warn({ err: error, usersFile }, 'could not seed the store with the users file now: the store does not answer');
+    log.warn({ err: error, usersFile }, 'cannot read the users from the store now: it does not answer');
+  }
+  const seed = users.seedReport;
+  if (seed?.outcome === 'seeded') {
+    const from = seed.users > 0 ? `seeded it with the ${seed.users} users of the users file` : 'no users file to seed it from: it starts with no users';
+    log.info({ users: seed.users, usersFile }, `the store was never seeded: ${from}; the file is not read again (the store is the user database now)`);
+  } else if (seed?.outcome === 'adopted') {
+    log.info('the store holds users but no seed marker (written by an earlier version): marked seeded, the users file not read');
   }
   return users;
 }

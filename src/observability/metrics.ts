@@ -40,6 +40,16 @@ export interface LiveReadings {
   /** Connections the public listener's caps closed as they arrived, so far. */
   refusedConnections?: () => { total: number; perAddress: number };
   storeUp?: () => Promise<boolean>;
+  /** The certificates in use now and when each stops being valid (epoch seconds). */
+  certificates?: () => readonly CertificateExpiry[];
+}
+
+/** A certificate the gateway shows: the public listener's (`listener`), or the client certificate of a route's upstream connections. */
+export interface CertificateExpiry {
+  use: 'listener' | 'upstream_client';
+  /** `public` for the listener; the route's name for an upstream client certificate (bounded by the config). */
+  name: string;
+  notAfterS: number;
 }
 
 export interface MetricsOptions {
@@ -109,6 +119,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly usersLost = new Gauge({
+    name: 'gatehouse_users_lost',
+    help:
+      '1 while the users held in the store (identity.usersIn: store) are lost: Redis forgot them since they were seeded ' +
+      '(restore them with gatehouse users import); 0 otherwise.',
+    registers: [this.registry],
+    aggregator: 'max',
+  });
+
   /** Counted per request in plain numbers (prom-client's inc() hashes its labels on every call); added to the counter when it is read. */
   readonly #tokenCacheLookups: Record<'hit' | 'miss', Tally> = { hit: new Tally(), miss: new Tally() };
 
@@ -152,6 +171,14 @@ export class Metrics {
       'Requests the public listener refused from their head while the event loop was late (load shedding), by the level that shed ' +
       'them: unauthenticated (work without a credential known good), all (any other request, cached tokens included).',
     labelNames: ['level'] as const,
+    registers: [this.registry],
+  });
+
+  readonly untrustedForwardedHeaders = new Counter({
+    name: 'gatehouse_untrusted_forwarded_headers_total',
+    help:
+      'Requests carrying X-Forwarded-For or Forwarded from a peer not in server.trustedProxies: the headers were ignored and the peer ' +
+      'taken as the client (a load balancer or ingress missing from that setting).',
     registers: [this.registry],
   });
 
@@ -235,6 +262,18 @@ export class Metrics {
         this.reset();
         this.inc({ cap: 'connections' }, refused.total);
         this.inc({ cap: 'connections_per_address' }, refused.perAddress);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_certificate_not_after_timestamp_seconds',
+      help: 'When each certificate the gateway shows stops being valid (its notAfter, seconds since the epoch), read at scrape time.',
+      labelNames: ['use', 'name'] as const,
+      registers: [this.registry],
+      // Over workers: the one that expires first (all read the same files).
+      aggregator: 'min',
+      collect() {
+        this.reset();
+        for (const { use, name, notAfterS } of readings().certificates?.() ?? []) this.set({ use, name }, notAfterS);
       },
     });
     const buildInfo = new Gauge({

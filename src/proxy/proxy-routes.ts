@@ -3,6 +3,7 @@
 // either the old routes or the new ones, never a mix.
 import type { ProxyConfig, RouteConfig } from '../config/schema.js';
 import { isShadowedRoutePrefix } from '../http/gateway-paths.js';
+import type { CertificateExpiry } from '../observability/metrics.js';
 import { RouteTable, type CompiledRoute } from '../routing/route-table.js';
 import { UpstreamPool, type TargetRegistry } from './upstream-pool.js';
 import { compileUpstreamTls } from './upstream-tls.js';
@@ -36,6 +37,16 @@ export class ProxyRoutes {
     }
     registry.retainOnly(origins);
     return new ProxyRoutes(table, pools);
+  }
+
+  /** Each route's upstream client certificate and its expiry (the certificate metric). */
+  clientCertificates(): CertificateExpiry[] {
+    const shown: CertificateExpiry[] = [];
+    for (const [route, pool] of this.#pools) {
+      const notAfterS = pool.tls?.clientCertificateNotAfterS;
+      if (notAfterS !== undefined) shown.push({ use: 'upstream_client', name: route.name, notAfterS });
+    }
+    return shown;
   }
 
   pool(route: CompiledRoute): UpstreamPool {

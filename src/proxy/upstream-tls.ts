@@ -7,7 +7,7 @@
 //
 // Nothing here ever turns verification off: a certificate that does not
 // verify fails the request (502), it is never sent in the clear instead.
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 /** The configured fields, paths resolved (the route's `tls`, over `proxy.upstreamTls`). */
@@ -27,6 +27,8 @@ export interface UpstreamTls {
   readonly connect: Readonly<{ ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string }>;
   /** Offer `h2` in ALPN beside `http/1.1` (undici's allowH2). */
   readonly allowH2: boolean;
+  /** The client certificate's notAfter, epoch seconds (its expiry metric); absent without one. */
+  readonly clientCertificateNotAfterS?: number;
 }
 
 /**
@@ -56,5 +58,7 @@ export function compileUpstreamTls(route: UpstreamTlsConfig | undefined, proxyCa
   }
   const allowH2 = route?.http2 === true;
   digest.update(`h2:${allowH2}`);
-  return { poolKey: digest.digest('base64url'), connect, allowH2 };
+  // The first certificate of the file is the one shown (what follows is its chain).
+  const notAfter = connect.cert && Date.parse(new X509Certificate(connect.cert).validTo) / 1000;
+  return { poolKey: digest.digest('base64url'), connect, allowH2, ...(notAfter !== undefined && { clientCertificateNotAfterS: notAfter }) };
 }

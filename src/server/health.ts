@@ -1,63 +1,43 @@
-// The admin listener's health endpoints. Liveness says the process serves;
-// readiness says it can do its job, which needs the store, a gateway that
-// is not stopping and, fronting an OpenID Provider, the provider's keys.
-// Both say when load is shed (limits/load-shedder.ts): `degraded`, with the
-// loop's delay, and still 200. Liveness failing would restart a process that
-// is only busy; readiness failing would move its whole load onto the other
-// instances at the moment they are likely loaded too, and with every one out
-// of rotation nothing is served at all. The shed requests themselves carry
-// 503 and Retry-After, and the admin listener is not shed.
+// The health endpoints, on whichever listener `server.health.on` names
+// (server/health-listeners.ts). Liveness says the process serves; readiness
+// says whether to send it traffic (server/readiness.ts folds the checks of
+// server/readiness-checks.ts). Both say when load is shed
+// (limits/load-shedder.ts): `degraded`, with the loop's delay, and still 200.
+// Liveness failing would restart a process that is only busy; readiness
+// failing would move its whole load onto the other instances at the moment
+// they are likely loaded too. The shed requests themselves carry 503 and
+// Retry-After, and health is never shed.
 import type { FastifyInstance } from 'fastify';
-import type { Drain } from '../http/drain.js';
-import { LIVENESS_PATH, READINESS_PATH } from '../http/gateway-paths.js';
-import { sendError } from '../http/error-handler.js';
 import { gatehouseError } from '../core/errors.js';
+import { LIVENESS_PATH, READINESS_PATH } from '../http/gateway-paths.js';
 import type { LoadState } from '../limits/load-shedder.js';
 import type { Store } from '../store/store.js';
-import { storeUnavailable } from '../store/store-unavailable.js';
+import { evaluateReadiness, type ReadinessCheck } from './readiness.js';
+import { loadDetail } from './readiness-checks.js';
 
 export interface HealthOptions {
-  store: Store;
-  drain: Drain;
-  /** Fronting an OpenID Provider: resolves once its keys are held, so tokens can be checked. */
-  identityReady?: () => Promise<void>;
-  /**
-   * Instances sharing the store that disagree with this one (observability/peer-agreement.ts).
-   * Shown, not failed on: taking every pod out of rotation would not make them agree.
-   */
-  agreement?: () => { peers: number; keysDiffer: string[]; usersDiffer: string[] };
+  checks: readonly ReadinessCheck[];
+  storeKind: Store['kind'];
+  /** Instances sharing the store that disagree with this one: also in `checks.peers`, kept at the top for older readers. */
+  agreement?: (() => { peers: number; keysDiffer: string[]; usersDiffer: string[] }) | undefined;
   /** Load shedding's state now: reported by both endpoints. */
-  load?: () => LoadState;
+  load?: (() => LoadState) | undefined;
 }
 
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
   const load = () => {
     const state = options.load?.();
-    return state && { load: { shedding: state.shedding, eventLoopDelayMs: Math.round(state.delayMs), eventLoopUtilization: round2(state.utilization) } };
+    return state && { load: loadDetail(state) };
   };
   const shedding = () => options.load !== undefined && options.load().shedding !== 'none';
   app.get(LIVENESS_PATH, async () => ({ status: shedding() ? 'degraded' : 'ok', ...load() }));
   app.get(READINESS_PATH, async (request, reply) => {
-    if (options.drain.active) return sendError(reply, gatehouseError('shutting_down'));
-    try {
-      await options.store.ping();
-    } catch (error) {
-      request.log.warn({ err: error }, 'not ready: the store does not answer');
-      return sendError(reply, storeUnavailable(error));
-    }
-    try {
-      await options.identityReady?.();
-    } catch (error) {
-      request.log.warn({ err: error }, 'not ready: the OpenID Provider keys are not held yet');
-      return sendError(reply, gatehouseError('identity_provider_not_ready', { cause: error }));
-    }
-    return {
-      status: shedding() ? 'degraded' : 'ready',
-      store: options.store.kind,
-      ...load(),
-      ...(options.agreement && { peers: options.agreement() }),
-    };
+    // `store`, `load` and `peers` at the top: what the body held before `checks` (dashboards and scripts read them).
+    const extra = { store: options.storeKind, ...load(), ...(options.agreement && { peers: options.agreement() }) };
+    const answer = await evaluateReadiness(options.checks, extra, (name, cause) => {
+      if (cause !== undefined) request.log.error({ err: cause, check: name }, 'readiness check failed');
+      return gatehouseError('not_ready', { reason: `readiness check ${name} failed`, ...(cause !== undefined && { cause }) });
+    });
+    return reply.code(answer.httpStatus).headers(answer.headers).send(answer.body);
   });
 }
-
-const round2 = (value: number) => Math.round(value * 100) / 100;

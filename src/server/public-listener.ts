@@ -8,7 +8,7 @@ import type { CorsPolicy } from '../cors/cors-policy.js';
 import type { ClientAddress } from '../http/client-address.js';
 import type { Drain } from '../http/drain.js';
 import { answerFrameworkError } from '../http/error-handler.js';
-import { isGatewayPath } from '../http/gateway-paths.js';
+import { isGatewayPath, isHealthPath } from '../http/gateway-paths.js';
 import { lingerAfterEarlyAnswer } from '../http/linger.js';
 import { limitConnections } from '../limits/connection-limits.js';
 import { armRequestDeadline } from '../limits/request-deadline.js';
@@ -19,10 +19,12 @@ import { declaredLength, UNMATCHED_ROUTE, userAgentOf, type RequestTelemetry } f
 import { traceOf } from '../observability/trace-context.js';
 import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
 import type { FrontDoor } from './front-door.js';
+import type { Metrics } from '../observability/metrics.js';
 import { acceptCleartextHttp2 } from './cleartext-http2.js';
 import { adaptHttp2Request } from './http2-request.js';
 import { hstsValue, secureListener } from './secure-listener.js';
 import { recordRoutes } from './route-record.js';
+import { UntrustedForwarding } from './untrusted-forwarding.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -44,12 +46,17 @@ export function publicListener(
   drain: Drain,
   telemetry: RequestTelemetry,
   clientAddress: ClientAddress,
+  metrics: Pick<Metrics, 'untrustedForwardedHeaders'>,
   cors?: CorsPolicy,
   front?: FrontDoor,
 ): FastifyInstance {
   const { apiBodyLimitBytes, headersTimeoutMs, requestTimeoutMs, lingeringClose: lingering } = config.server;
   const { tls } = config.server;
+  // `server.health.on: public`: the two health paths are the gateway's here too, and never shed (server/health.ts).
+  const healthHere = config.server.health.on === 'public';
   const hsts = tls === undefined ? undefined : hstsValue(tls);
+  // Forwarding headers from a peer not in server.trustedProxies: a warning per peer and a metric, for every request and upgrade.
+  const forwarding = new UntrustedForwarding({ clientAddress, logger, metrics });
   const app = Fastify({
     // Only the address Fastify reports (https://): the server is ours (serverFactory).
     ...(tls !== undefined && { https: true as never }),
@@ -62,12 +69,14 @@ export function publicListener(
       const handler: RequestListener = (req, res) => {
         // HTTP/2 (server.tls, or h2c): the request made to read as HTTP/1.1's does (its host, its own socket).
         if (req.httpVersionMajor === 2) adaptHttp2Request(req, res);
+        forwarding.note(req);
         if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.
         if (cors?.handle(req, res) === true) return;
-        if (isGatewayPath(req.url ?? '/')) {
+        const health = healthHere && isHealthPath(req.url ?? '/');
+        if (health || isGatewayPath(req.url ?? '/')) {
           // Refusals from the request head (server/front-door.ts), before the body is read: they linger too.
-          if (front?.refuses(req, res) === true) return lingerAfterEarlyAnswer(req, res, lingering);
+          if (!health && front?.refuses(req, res) === true) return lingerAfterEarlyAnswer(req, res, lingering);
           armRequestDeadline(req, res, requestTimeoutMs, () => String(res.getHeader('x-request-id') ?? requestId(req)));
           fastify(req, res);
           // Proxied requests ask the front door only while some address is refused.
@@ -82,6 +91,8 @@ export function publicListener(
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
         if (config.server.http2.cleartext) acceptCleartextHttp2(server, handler, config.server.http2, KEEP_ALIVE_TIMEOUT_MS, logger);
       }
+      // Upgrades go to 'upgrade' listeners, not the handler: this one only reads their heads; the WebSocket proxy's (app.ts) answers them.
+      server.on('upgrade', forwarding.note);
       limitConnections(
         server,
         { maxConnections: config.server.maxConnections, maxConnectionsPerAddress: config.server.maxConnectionsPerAddress, clientAddress },
@@ -109,7 +120,7 @@ export function publicListener(
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
   // A route outside the gateway's paths would never be reached: its requests go to the proxy.
-  recordRoutes(app, (url) => isGatewayPath(url));
+  recordRoutes(app, (url) => isGatewayPath(url) || (healthHere && isHealthPath(url)));
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     bytesWrittenBefore.set(request.raw, request.raw.socket?.bytesWritten ?? 0);

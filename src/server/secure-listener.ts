@@ -13,6 +13,7 @@ import type { Config } from '../config/schema.js';
 import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../http/tls-material.js';
 import { arrivalTimeouts } from './arrival.js';
 import { drainSessionsWithServer, guardHttp2Sessions, type Http2Refusals } from './http2-sessions.js';
+import type { CertificateExpiry } from '../observability/metrics.js';
 import { reloadTlsOnChange, type TlsReload } from './tls-reload.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -46,6 +47,15 @@ export interface SecureListener {
 
 export function tlsFilesOf(tls: TlsSettings): TlsFiles {
   return { certFile: tls.certFile, keyFile: tls.keyFile, caFile: tls.clientCertificates?.caFile };
+}
+
+/** Each TLS listener's certificates as they are reloaded: what the certificate metric reads. */
+const reloads = new WeakMap<object, TlsReload>();
+
+/** The public listener's certificate in use now and its notAfter; none on a plain-HTTP listener. */
+export function listenerCertificates(server: object): CertificateExpiry[] {
+  const reload = reloads.get(server);
+  return reload === undefined ? [] : [{ use: 'listener', name: 'public', notAfterS: Date.parse(reload.current.validTo) / 1000 }];
 }
 
 /** The per-pair part of the TLS settings: what a reload replaces (setSecureContext). */
@@ -98,6 +108,7 @@ export function secureListener(settings: ServerSettings, handler: RequestListene
   }
   const reload: TlsReload = reloadTlsOnChange(server, files, material, (next) => secureContextOptions(tls, next), tls.watchIntervalMs, logger);
   server.once('close', () => void reload.close());
+  reloads.set(server, reload);
   logger.info(
     {
       event: 'tls_loaded',

@@ -105,6 +105,18 @@ export class Keyspace {
     return `${this.prefix}users`;
   }
 
+  /**
+   * Says what became of the users held in the store: `seeded` once they were
+   * first written, `lost` once an instance found them gone (identity/
+   * store-users.ts). In the users' hash slot, so one script reads and writes
+   * both on Redis Cluster: `users` carries no hash tag of its own unless the
+   * prefix gives it one, so the marker's tag is the users key's whole name
+   * (which fails only for a prefix with a `}` outside a tag, such as `{}`).
+   */
+  get usersMarker(): string {
+    return hasHashTag(this.users) ? `${this.users}-marker` : `{${this.users}}:marker`;
+  }
+
   /** Where a change to the users held in the store is announced (the message: the user names, which nobody trusts: the store is read again). */
   get usersChangedChannel(): string {
     return `${this.prefix}users-changed`;
@@ -124,4 +136,11 @@ export class Keyspace {
   get requestStatusChannel(): string {
     return `${this.prefix}request-status`;
   }
+}
+
+/** Redis Cluster hashes only what lies between the first `{` and the first `}` after it, when that is not empty. */
+function hasHashTag(key: string): boolean {
+  const open = key.indexOf('{');
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1;
 }

@@ -22,6 +22,8 @@ const SUBCOMMANDS = [
   ['apikeys', 'list'],
   ['keys', 'rotate'],
   ['keys', 'list'],
+  ['clients', 'add'],
+  ['clients', 'hash-secret'],
 ];
 
 let dir: string;
@@ -71,7 +73,7 @@ describe('--help', () => {
   });
 
   it("prints each command's and subcommand's own usage, wherever --help stands", async () => {
-    const cases = [['start'], ['check-config'], ['users'], ['apikeys'], ['keys'], ...SUBCOMMANDS];
+    const cases = [['start'], ['check-config'], ['users'], ['apikeys'], ['keys'], ['clients'], ...SUBCOMMANDS];
     for (const words of cases) {
       for (const argv of [
         [...words, '--help'],
@@ -229,5 +231,19 @@ describe('a failure at run time', () => {
 describe('--version', () => {
   it('prints the package version', async () => {
     expect(await runGatehouse(['--version'])).toEqual({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/), stderr: '' });
+  });
+
+  it('prints it after a command too, as the usage says, but not as a word after `--`', async () => {
+    for (const argv of [
+      ['start', '--version'],
+      ['users', 'list', '-v'],
+      ['-v', 'start'],
+      ['--config', 'no-such-file.yaml', 'check-config', '--version'],
+    ]) {
+      expect(await runGatehouse(argv), argv.join(' ')).toEqual({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/), stderr: '' });
+    }
+    const positional = await runGatehouse(['start', '--', '--version']);
+    expect(positional.code).toBe(2);
+    expect(positional.stdout).toBe('');
   });
 });

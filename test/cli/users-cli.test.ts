@@ -165,10 +165,12 @@ describe('users disable, enable, remove', () => {
 });
 
 describe('users list', () => {
-  it('shows name, id, status and active keys, never a hash', async () => {
+  it('shows name, id, status, roles and active keys, never a hash', async () => {
     await addUser('alice');
     await addUser('bob');
     await users(['disable', 'bob']);
+    await users(['roles', 'alice', 'add', 'reader']);
+    await users(['roles', 'alice', 'add', 'auditor']);
     await run(runApiKeysCommand, ['create', 'alice']);
     await run(runApiKeysCommand, ['create', 'alice']);
     const revoked = (await readUsersFile(usersFile)).users.alice!.apiKeys[0]!.id;
@@ -178,9 +180,9 @@ describe('users list', () => {
     const result = await users(['list']);
     expect(result.code).toBe(0);
     const lines = result.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^NAME\s+ID\s+STATUS\s+ACTIVE KEYS$/);
-    expect(lines[1]).toMatch(new RegExp(`^alice\\s+${data.users.alice!.id}\\s+enabled\\s+1$`));
-    expect(lines[2]).toMatch(new RegExp(`^bob\\s+${data.users.bob!.id}\\s+disabled\\s+0$`));
+    expect(lines[0]).toMatch(/^NAME\s+ID\s+STATUS\s+ROLES\s+ACTIVE KEYS$/);
+    expect(lines[1]).toMatch(new RegExp(`^alice\\s+${data.users.alice!.id}\\s+enabled\\s+auditor,reader\\s+1$`));
+    expect(lines[2]).toMatch(new RegExp(`^bob\\s+${data.users.bob!.id}\\s+disabled\\s+-\\s+0$`));
     expect(lines).toHaveLength(3);
     const everything = result.stdout + result.stderr;
     expect(everything).not.toContain('scrypt');

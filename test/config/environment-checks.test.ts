@@ -47,6 +47,14 @@ describe('a config whose files are in place', () => {
 });
 
 describe('the users file', () => {
+  it('need not exist with usersIn: store (it only seeds a store never seeded), and must parse when it does', () => {
+    const store = 'store: {url: "redis://127.0.0.1:1"}';
+    const seed = ['identity: {provider: local, usersFile: ./seed.yaml, usersIn: store}', 'tokens: {keysFile: ./keys.json}', store];
+    expect(loadCheckedConfig({ file: configFile(seed), env: {} }).config.identity).toMatchObject({ usersIn: 'store', usersFile: join(dir, 'seed.yaml') });
+    writeFileSync(join(dir, 'seed.yaml'), 'users:\n  alice: 3\n');
+    expect(problemsOf({ file: configFile(seed), env: {} })).toEqual([expect.stringMatching(/^identity\.usersFile: .*seed\.yaml: users\.alice/)]);
+  });
+
   it('must exist when a config names it', () => {
     const file = configFile(['identity: {provider: local, usersFile: ./userz.yaml}', 'tokens: {keysFile: ./keys.json}']);
     expect(problemsOf({ file, env: {} })).toEqual([expect.stringMatching(new RegExp(`^identity\\.usersFile: no such file ${join(dir, 'userz.yaml')}`))]);

@@ -80,7 +80,7 @@ describe('a required field left out', () => {
     const problems = validate({ identity: { provider: 'local', usersFile: './users.yaml' }, server: { port: 'eighty' } }).problems;
     expect(problems).toEqual([
       expect.stringMatching(/^server\.port: /),
-      'tokens.keysFile is required: where the signing keys live (created on first start), e.g. ./data/keys.json',
+      'tokens.keysFile is required: where the signing keys live (created on first start; outside the config folder), e.g. ../data/keys.json',
     ]);
   });
 

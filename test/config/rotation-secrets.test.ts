@@ -1,13 +1,13 @@
 // The settings that rotate a secret without an outage (docs/operations/rotations.md):
 // each comes from its environment variable, is held to the same rule as the
 // secret it stands beside, and is refused without it, naming the field.
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config-load/load.js';
 import { configProblems } from '../helpers/config-problems.js';
 
 const MINIMAL = { identity: { provider: 'local', usersFile: './users.yaml' }, tokens: { keysFile: './keys.json' } };
-const CURRENT = 'current-secret-0123456789abcdef0123456789';
-const OTHER = 'other-secret-0123456789abcdef0123456789ab';
+const [CURRENT, OTHER] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
 
 describe('rotation secrets in the config', () => {
   it('reads each from its environment variable', () => {
@@ -32,6 +32,12 @@ describe('rotation secrets in the config', () => {
       'tokens.keySealSecret (from GATEHOUSE_KEY_SEAL_SECRET): must be at least 32 characters',
       'requests.serviceTokenPrevious (from GATEHOUSE_SERVICE_TOKEN_PREVIOUS): must be at least 32 characters',
     ]);
+  });
+
+  it('refuses a made-up one as it refuses a made-up service token', () => {
+    const env = { GATEHOUSE_SERVICE_TOKEN: CURRENT, GATEHOUSE_KEY_SEAL_SECRET_NEXT: 'replace-me-with-at-least-32-random-characters' };
+    const problems = configProblems(() => parseConfig(MINIMAL, { baseDir: '/', env }));
+    expect(problems).toEqual([expect.stringMatching(/^tokens\.keySealSecretNext \(from GATEHOUSE_KEY_SEAL_SECRET_NEXT\): is a placeholder/)]);
   });
 
   it('refuses a previous service token without a current one', () => {

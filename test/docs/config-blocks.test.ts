@@ -6,8 +6,9 @@
 // of them (a users file, a compose file) is not a config. Each block is a
 // test of its own whose name says how it was judged, so none is skipped
 // unseen. Loading is the full check `gatehouse start` runs (schema, content
-// and environment checks), from a file in a temporary folder next to a copy
-// of the demo users file, so relative paths resolve there.
+// and environment checks), from a file in the `config/` folder of a
+// temporary checkout (beside its `data/`), next to a copy of the demo users
+// file, so relative paths resolve as they do in a clone.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -120,10 +121,14 @@ function placeCertificates(folder: string): void {
   for (const [name, made] of Object.entries(files)) copyFileSync(join(authority.dir, made), join(folder, name));
 }
 
-/** Runs the full config check on `text`, written as a file in a fresh folder that also holds the demo users file. */
+/** Runs the full config check on `text`, written as a file in a fresh checkout's `config/`, which also holds the demo users file. */
 function checkConfigText(text: string, value: Record<string, unknown>): void {
-  const folder = mkdtempSync(join(tmpdir(), 'gatehouse-docs-config-'));
-  folders.push(folder);
+  const checkout = mkdtempSync(join(tmpdir(), 'gatehouse-docs-config-'));
+  folders.push(checkout);
+  // As in a clone: the keys go to `data/` (config/minimal.yaml's ../data/keys.json), outside the config folder.
+  mkdirSync(join(checkout, 'data'));
+  const folder = join(checkout, 'config');
+  mkdirSync(folder);
   copyFileSync(USERS, join(folder, 'users.yaml'));
   if (text.includes('./certs/')) placeCertificates(join(folder, 'certs'));
   const file = join(folder, 'gatehouse.yaml');

@@ -21,7 +21,7 @@ const BASE = {
   identity: { provider: 'local', usersFile: './users.yaml', watch: true },
   tokens: { issuer: 'http://127.0.0.1:8080', audience: 'gatehouse', accessTokenTtlS: 60, algorithm: 'EdDSA', keysFile: './keys.json', clockToleranceS: 5 },
   proxy: { targetDownMs: 1000, identityHeaders: { subject: 'x-gatehouse-subject' } },
-  requests: { retentionS: 60, maxWaitS: 30, serviceToken: 's'.repeat(32) },
+  requests: { retentionS: 60, maxWaitS: 30, serviceToken: 'OA2TKg+FPc3u5agjoQoKXpaoLkMyDzOR4ae4KwpyBgw=' },
   routes: [
     {
       name: 'orders',

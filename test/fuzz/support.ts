@@ -118,7 +118,7 @@ export function expectNoServerErrors(gw: TestGateway): void {
 }
 
 /** At least 32 characters, as the config demands. */
-export const FUZZ_SERVICE_TOKEN = 'fuzz-service-token-0123456789abcdef';
+export const FUZZ_SERVICE_TOKEN = '1IFSEz2EMuGM5z4XJrBJ6+FMFvYHSwnKAdCemrF3jnU=';
 
 export interface FuzzBench {
   gw: TestGateway;

@@ -20,10 +20,10 @@ export async function runCommand(
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
-/** `gatehouse …argv` as a shell would run it, with this environment (none of the test process's). */
-export async function runGatehouse(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+/** `gatehouse …argv` as a shell would run it, with this environment (none of the test process's) and this stdin. */
+export async function runGatehouse(argv: string[], env: NodeJS.ProcessEnv = {}, stdin = ''): Promise<CliRun> {
   const [stdout, stderr] = [capture(), capture()];
-  const code = await runCommandLine(argv, { stdin: text(''), stdout: stdout.stream, stderr: stderr.stream, env });
+  const code = await runCommandLine(argv, { stdin: text(stdin), stdout: stdout.stream, stderr: stderr.stream, env });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 

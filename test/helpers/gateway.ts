@@ -29,6 +29,8 @@ export interface TestGateway {
   gateway: Gateway;
   url: string;
   adminUrl: string | undefined;
+  /** The health-only listener's address (`server.health.on: own`). */
+  healthUrl: string | undefined;
   config: Config;
   dir: string;
   usersFile: string;
@@ -111,11 +113,12 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     ...(options.configFile ? { configFile: options.configFile } : {}),
     ...(options.verifyPassword ? { verifyPassword: options.verifyPassword } : {}),
   });
-  const { url, adminUrl } = await gateway.listen();
+  const { url, adminUrl, healthUrl } = await gateway.listen();
   return {
     gateway,
     url,
     adminUrl,
+    healthUrl,
     config,
     dir,
     usersFile,

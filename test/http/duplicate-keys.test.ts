@@ -65,7 +65,7 @@ describe('parseJsonBody', () => {
   });
 });
 
-const SERVICE_TOKEN = `service-${'0123456789abcdef'.repeat(3)}`;
+const SERVICE_TOKEN = 'e83zBoZro/xP6TfqERm3PicWAPMCnh91HbawzUXr7Tc=';
 let gw: TestGateway;
 beforeAll(async () => {
   gw = await startTestGateway({ config: { requests: { serviceToken: SERVICE_TOKEN } } });

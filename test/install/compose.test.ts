@@ -1,7 +1,9 @@
-// docker-compose.yml, checked without a container engine: the services and
-// their health checks, a persistent Redis, the admin port never published to
-// the world, a users file on a writable volume (`users add` writes it), and
-// the mounted config valid for Gatehouse.
+// docker-compose.yml, checked without a container engine (npm run test:container
+// runs it in one): the services and their health checks, a persistent Redis,
+// the admin port never published to the world, a users file on a writable
+// volume (`users add` writes it), the mounted config valid for Gatehouse, and
+// the service token taken from the operator's environment, never a default.
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -16,9 +18,29 @@ interface Service {
   ports?: string[];
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
+  read_only?: boolean;
 }
 
-const compose = parse(readFileSync('docker-compose.yml', 'utf8')) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+interface Compose {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+}
+
+const VARIABLE = /\$\{(\w+)(?::-([^}]*)|:\?([^}]*))?\}/g;
+
+/** The file as Compose reads it with `environment`: `${NAME}`, `${NAME:-default}`, `${NAME:?error}` replaced. */
+function composeWith(environment: Record<string, string>): Compose {
+  const text = readFileSync('docker-compose.yml', 'utf8').replace(VARIABLE, (_, name: string, fallback?: string, error?: string) => {
+    const value = environment[name];
+    if (value !== undefined && value !== '') return value;
+    if (error !== undefined) throw new Error(`${name}: ${error}`);
+    return fallback ?? '';
+  });
+  return parse(text) as Compose;
+}
+
+const serviceToken = randomBytes(32).toString('base64url');
+const compose = composeWith({ GATEHOUSE_SERVICE_TOKEN: serviceToken });
 const { gatehouse, redis, backend } = compose.services;
 
 /** `source:target[:mode]` of a service's volumes. */
@@ -45,10 +67,24 @@ describe('docker-compose.yml', () => {
     expect(compose.volumes).toHaveProperty('redis-data');
   });
 
-  it('publishes the public port and the admin port on the host loopback only', () => {
+  it('publishes the public port and the admin port on the host loopback only, on ports the operator may move', () => {
     expect(gatehouse?.ports).toContain('8080:8080');
     const admin = (gatehouse?.ports ?? []).filter((p) => p.endsWith(':9090'));
     expect(admin).toEqual(['127.0.0.1:9090:9090']);
+    const moved = composeWith({ GATEHOUSE_SERVICE_TOKEN: serviceToken, GATEHOUSE_PORT: '18080', GATEHOUSE_ADMIN_PORT: '19090' });
+    expect(moved.services.gatehouse?.ports).toEqual(['18080:8080', '127.0.0.1:19090:9090']);
+  });
+
+  it("gives the gateway and the backend the operator's service token, and will not start without one", () => {
+    expect(gatehouse?.environment?.GATEHOUSE_SERVICE_TOKEN).toBe(serviceToken);
+    // The backend reports outcomes on the internal status API with it, over the compose network.
+    expect(backend?.environment?.GATEHOUSE_SERVICE_TOKEN).toBe(serviceToken);
+    expect(backend?.environment?.GATEHOUSE_STATUS_URL).toBe('http://gatehouse:9090/internal/v1/requests');
+    expect(() => composeWith({})).toThrow(/GATEHOUSE_SERVICE_TOKEN: set GATEHOUSE_SERVICE_TOKEN/);
+  });
+
+  it('runs the gateway on a read-only root filesystem', () => {
+    expect(gatehouse?.read_only).toBe(true);
   });
 
   it('mounts an existing, valid config read-only and keeps users and keys on a writable volume', () => {

@@ -5,6 +5,7 @@
 // request is proxied, a 202 is recorded and its status polled. A module that
 // production needs but only devDependencies hold makes the install fail here:
 // every bare import in dist/ (lazy ones included) must resolve from it.
+// The installed CLI also makes a client secret and its config entry.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -174,5 +175,21 @@ describe('the production install', () => {
     // Everything it wrote belongs to the unprivileged user.
     const { stdout } = await run('stat', ['-c', '%u %n', join(data, 'users.yaml'), join(data, 'keys.json')]);
     for (const line of stdout.trim().split('\n')) expect(line.split(' ')[0]).toBe(String(UNPRIVILEGED.uid));
+  });
+
+  it('makes a client secret and the tokens.clients entry the installed check-config accepts, with no checkout or tsx', async () => {
+    const env = { PATH: process.env.PATH ?? '', NODE_ENV: 'production', REDIS_URL: redis.url };
+    const made = await run(process.execPath, ['dist/main.js', 'clients', 'add', 'orders-service'], { cwd: app, env, ...UNPRIVILEGED });
+    const { secret, tokens } = parse(made.stdout) as { secret: string; tokens: { clients: unknown[] } };
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const config = parse(await readFile(join(dir, 'gatehouse.yaml'), 'utf8')) as { tokens: Record<string, unknown> };
+    config.tokens.clients = tokens.clients;
+    await writeFile(join(dir, 'with-client.yaml'), stringify(config));
+    const checked = await run(process.execPath, ['dist/main.js', '--config', join(dir, 'with-client.yaml'), 'check-config'], {
+      cwd: app,
+      env,
+      ...UNPRIVILEGED,
+    });
+    expect(checked.stdout).toBe(`configuration OK (${join(dir, 'with-client.yaml')})\n`);
   });
 });

@@ -1,6 +1,7 @@
-// Readiness means a writable master: a Redis that answers PING but is a
-// replica (a demoted master, or a node Sentinel has not switched away from
-// yet) would lose or refuse every write, so the gateway is not ready on it.
+// The store's readiness entry means a writable master: a Redis that answers
+// PING but is a replica (a demoted master, or a node Sentinel has not
+// switched away from yet) would lose or refuse every write, so the store is
+// down for the gateway — degraded, not unready (test/server/readiness.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRedisServer, type RedisServerHandle } from '../helpers/redis-server.js';
@@ -32,12 +33,12 @@ describe('/readyz', () => {
     }
   });
 
-  it('answers 503 on a Redis that answers but is a replica: no writable master is known', async () => {
+  it('says the store is down on a Redis that answers but is a replica: no writable master is known', async () => {
     const gw = await startTestGateway({ config: { store: { url: replica.url } } });
     try {
       const response = await fetch(`${gw.adminUrl}/readyz`);
-      expect(response.status).toBe(503);
-      expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ status: 'degraded', checks: { store: { status: 'degraded', kind: 'redis', up: false } } });
     } finally {
       await gw.close();
     }

@@ -245,7 +245,10 @@ describe('a provider that is down when the gateway starts', () => {
     let op: TestOpenIdProvider | undefined;
     try {
       const readiness = await fetch(`${gateway.adminUrl}/readyz`);
-      expectDiagnoses(readiness.status, await readiness.text(), 503, /the identity provider keys are not held yet$/);
+      // The refusal in the errors' format, beside the readiness checks that say which part is missing.
+      const { status, checks, ...refusal } = (await readiness.json()) as { status: string; checks: Record<string, unknown> };
+      expect({ status, signingKeys: checks.signingKeys }).toEqual({ status: 'unready', signingKeys: { status: 'unready', source: 'provider', held: false } });
+      expectDiagnoses(readiness.status, JSON.stringify(refusal), 503, /the identity provider keys are not held yet$/);
       const response = await postJson(`${gateway.url}/api/v1/auth/login`, { username: 'alice', password: 'alice-password' });
       expectDiagnoses(response.status, await response.text(), 502, /identity provider unreachable$/);
       op = await startOpenIdProvider(USERS, { port });

@@ -16,7 +16,7 @@ export type StoreKind = 'memory' | 'redis';
 export const STORE_KINDS: readonly StoreKind[] = ['memory', 'redis'];
 
 /** At least 32 characters, as the config demands. */
-export const SERVICE_TOKEN = 'service-token-for-tests-0123456789abcdef';
+export const SERVICE_TOKEN = 'SxgMXGmB7O4BaYi1vGB056P0rCKnlis4GWnTFyH2amM=';
 
 const silent = pino({ level: 'silent' });
 

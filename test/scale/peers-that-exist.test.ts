@@ -3,6 +3,7 @@
 // leaves on shutdown; one whose start failed (an address in use) was never
 // one. The users comparison waits for each side's first read: a normal start
 // raises no alarm. Real instances on one real Redis (test/scale/fleet.ts).
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import type { Upstream } from '../helpers/upstream.js';
 import { Fleet, heartbeats, PASSWORD, readiness, sharedKeysOf, startBackend, type Instance } from './fleet.js';
 
-const ENV = { GATEHOUSE_SERVICE_TOKEN: 'peers-test-service-token-0123456789abcdef' };
+const ENV = { GATEHOUSE_SERVICE_TOKEN: randomBytes(32).toString('base64') };
 
 let redis: { url: string; close(): Promise<void> };
 let backend: Upstream;

@@ -12,6 +12,7 @@
 //
 // The steps are those of docs/operations/rotations.md; each ends with 0
 // refused requests, and with the old secret refused once it is removed.
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,10 +26,9 @@ import type { Upstream } from '../helpers/upstream.js';
 import { metric } from '../requests/support.js';
 import { Fleet, heartbeats, PASSWORD, readiness, rollingRestart, sharedKeysOf, startBackend, Traffic, type Instance } from './fleet.js';
 
-const TOKEN_A = 'service-token-a-0123456789abcdef0123456789';
-const TOKEN_B = 'service-token-b-0123456789abcdef0123456789';
-const SEAL_2 = 'key-seal-secret-2-0123456789abcdef01234567';
-const SEAL_OTHER = 'key-seal-secret-of-another-deployment-0123';
+// Made as the docs advise (random), so that the strength check takes them.
+const secret = () => randomBytes(32).toString('base64');
+const [TOKEN_A, TOKEN_B, SEAL_2, SEAL_OTHER] = [secret(), secret(), secret(), secret()];
 
 let redis: { url: string; close(): Promise<void> };
 let backend: Upstream;

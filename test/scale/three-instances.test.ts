@@ -27,7 +27,7 @@ import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import type { Instance } from './fleet.js';
 
-const SERVICE_TOKEN = 'scale-test-service-token-0123456789abcdef';
+const SERVICE_TOKEN = 'WJf3LCrQHIjccd4fHhi5Zi4pBhYCrzQr8wVP6xXWQL0=';
 const ISSUER = 'https://gatehouse.scale.test';
 
 let redis: { url: string; close(): Promise<void> };

@@ -31,7 +31,7 @@ import { closed, mustOpen, roundTrip, startWsUpstream, type WsUpstream } from '.
 import { nextIdentityChange } from '../helpers/users.js';
 import { expectStreamEnded, openStream, startHoldingUpstream, type HoldingUpstream } from '../proxy/session-end-support.js';
 
-const SERVICE_TOKEN = 'users-scale-test-service-token-0123456789';
+const SERVICE_TOKEN = 'aVk6LwqJsypSp6+HMvvJSnkXyQKnbn5Mcm5TMUhXxps=';
 const PASSWORD = 'a-long-password-1';
 
 interface Instance {
@@ -152,7 +152,7 @@ describe('users held in the store: three instances, no shared file, one Redis', 
   });
 
   it("seeds the empty store from the first instance's users file, and says so; instances without one log the same users in", async () => {
-    const seeded = a.logs.entries().find((entry) => /seeded it from the users file/.test(String(entry.msg)));
+    const seeded = a.logs.entries().find((entry) => /never seeded: seeded it with the 4 users of the users file/.test(String(entry.msg)));
     expect(seeded).toMatchObject({ level: 30, users: 4 });
     // B and C started on a store that held users already: nothing seeded, and no users file of their own.
     for (const other of [b, c]) expect(other.logs.entries().some((entry) => /seeded/.test(String(entry.msg)))).toBe(false);

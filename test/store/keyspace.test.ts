@@ -3,6 +3,7 @@
 // pinned here byte for byte as earlier versions wrote it, and each store-side
 // module is seen writing where its name says, on a real Redis.
 import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -19,6 +20,14 @@ const silent = pino({ level: 'silent' });
 
 describe('the keyspace', () => {
   const keys = new Keyspace('gatehouse:');
+
+  it("puts the users' marker in the users' hash slot, whatever hash tag the prefix carries (one script reads both on Redis Cluster)", () => {
+    // Not a prefix with a `}` outside a tag (`x:{}:`): no other key can share such a key's slot.
+    for (const prefix of ['gatehouse:', '', '{gh}:', 'app:{tenant-1}:', 'odd{:']) {
+      const named = new Keyspace(prefix);
+      expect(calculateSlot(named.usersMarker), prefix).toBe(calculateSlot(named.users));
+    }
+  });
 
   it('names every key and channel as the deployed data has them', () => {
     expect(keys.session('5f0c9d7e-sid')).toBe('gatehouse:session:{5f0c9d7e-sid}');
@@ -38,6 +47,7 @@ describe('the keyspace', () => {
     expect(keys.signingKeys).toBe('gatehouse:signing-keys');
     expect(keys.instances).toBe('gatehouse:instances');
     expect(keys.users).toBe('gatehouse:users');
+    expect(keys.usersMarker).toBe('{gatehouse:users}:marker');
     expect(keys.usersChangedChannel).toBe('gatehouse:users-changed');
   });
 

@@ -1,0 +1,185 @@
+// The production checklist as code (`gatehouse check-config --production`):
+// what a sound config may still hold that no production deployment should,
+// each check a named function that reads a checked config (and the files it
+// names) and returns its findings, each with the setting and its fix. Checks
+// are a list so that one more is one more entry; a check may be async (one
+// that asks a store). Nothing here writes a file; no secret is ever quoted.
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, relative } from 'node:path';
+import type { Config } from '../config/schema.js';
+import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
+import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
+
+export interface ProductionFinding {
+  /** The field to change, as problems name it (`identity.usersFile`). */
+  setting: string;
+  problem: string;
+  fix: string;
+}
+
+export interface ProductionContext {
+  config: Config;
+  /** The config file, resolved: its folder is the config folder. */
+  file: string;
+}
+
+export interface ProductionCheck {
+  /** Stable and greppable: `demo-user`, `memory-store`, … */
+  name: string;
+  run(context: ProductionContext): ProductionFinding[] | Promise<ProductionFinding[]>;
+}
+
+/**
+ * The quick start's demo user (config/users.yaml): its password and API key
+ * are printed in the README. Kept here, not read from that file, because the
+ * image does not ship it; a test holds the two equal.
+ */
+export const DEMO_USER = {
+  name: 'demo',
+  id: 'dabb7c1b-da8b-4638-8c63-231723ed48cb',
+  passwordHash: 'scrypt$ln=15,r=8,p=1$Wx75AQC8w7nphhlxtC7z4A$UDC4bsy4SZftFkaqOGSbF6-RMADY9j5Eey_Gy5UdF2g',
+  apiKeyHash: '826u_M0cl9RMWtpImIb2X8N-WNCkJK1i_kxy1VtVQfk',
+} as const;
+
+/** The demo user, or its API key under any user, in the users file (with `usersIn: store`, the file that seeds the store). */
+export const demoUserCheck: ProductionCheck = {
+  name: 'demo-user',
+  run({ config }) {
+    if (config.identity.provider !== 'local') return [];
+    let text: string;
+    try {
+      text = readFileSync(config.identity.usersFile, 'utf8');
+    } catch {
+      return []; // the environment checks judged the file already: a missing one may be fine
+    }
+    let users;
+    try {
+      users = parseUsersFile(text, config.identity.usersFile).users;
+    } catch (error) {
+      if (error instanceof UsersFileError) return [];
+      throw error;
+    }
+    const findings: ProductionFinding[] = [];
+    for (const [name, user] of Object.entries(users)) {
+      if (user.id === DEMO_USER.id || user.passwordHash === DEMO_USER.passwordHash) {
+        findings.push({
+          setting: 'identity.usersFile',
+          problem: `holds the demo user ${JSON.stringify(name)} of config/users.yaml, whose password the README prints`,
+          fix: `gatehouse users remove ${name}, then add your own users with gatehouse users add`,
+        });
+      } else if (user.apiKeys.some((key) => key.hash === DEMO_USER.apiKeyHash)) {
+        findings.push({
+          setting: 'identity.usersFile',
+          problem: `user ${JSON.stringify(name)} holds the demo API key of config/users.yaml, which the README prints`,
+          fix: `gatehouse apikeys list ${name}, then gatehouse apikeys revoke KEYID for the README demo key`,
+        });
+      }
+    }
+    return findings;
+  },
+};
+
+export const memoryStoreCheck: ProductionCheck = {
+  name: 'memory-store',
+  run: ({ config }) =>
+    config.store.url
+      ? []
+      : [
+          {
+            setting: 'store.url',
+            problem: 'not set: the in-memory store loses sessions and 202 records on every restart, and shares nothing between instances',
+            fix: 'set store.url (or REDIS_URL) to a Redis with persistence (appendonly yes) and maxmemory-policy noeviction',
+          },
+        ],
+};
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i;
+
+/** Tokens name their issuer; clients that reach the gateway from elsewhere reach it over TLS, at the public URL. */
+export const httpIssuerCheck: ProductionCheck = {
+  name: 'http-issuer',
+  run({ config }) {
+    const issuer = config.tokens.issuer;
+    if (issuer === undefined || !issuer.startsWith('http:') || LOOPBACK.test(config.server.host)) return [];
+    return [
+      {
+        setting: 'tokens.issuer',
+        problem: `${issuer} is plain http while server.host ${config.server.host} is reachable from other hosts`,
+        fix: 'set tokens.issuer (or GATEHOUSE_ISSUER) to the https:// URL clients use, with TLS at the ingress or in server.tls',
+      },
+    ];
+  },
+};
+
+/** The service token: its strength is the schema's (every start judges it); here, its absence where it is needed. */
+export const serviceTokenCheck: ProductionCheck = {
+  name: 'service-token',
+  run({ config }) {
+    const captures = config.routes.some((route) => route.async.capture);
+    if (config.requests.serviceToken !== undefined || (config.store.url === undefined && !captures)) return [];
+    return [
+      {
+        setting: 'requests.serviceToken',
+        problem: 'not set: the internal status API refuses every backend report, and with Redis the public keys instances publish are not sealed',
+        fix: `set GATEHOUSE_SERVICE_TOKEN, the same on every instance: ${SECRET_ADVICE}`,
+      },
+    ];
+  },
+};
+
+/** A fronted provider's client secret: the provider issues it, so a start takes any; production should not. */
+export const providerSecretCheck: ProductionCheck = {
+  name: 'weak-client-secret',
+  run({ config }) {
+    if (config.identity.provider !== 'oidc' || config.identity.clientSecret === undefined) return [];
+    const verdict = judgeSecret(config.identity.clientSecret);
+    if (verdict.strong) return [];
+    return [
+      {
+        setting: 'identity.clientSecret',
+        problem: verdict.weakness,
+        fix: 'have the OpenID Provider issue a new random secret for this client, and set it in GATEHOUSE_OIDC_CLIENT_SECRET',
+      },
+    ];
+  },
+};
+
+/** The private signing keys do not belong where configs go: a folder that is shared, mounted read-only or committed. */
+export const keysFileCheck: ProductionCheck = {
+  name: 'keys-file-in-config-folder',
+  run({ config, file }) {
+    const keysFile = config.tokens.keysFile;
+    if (keysFile === undefined) return [];
+    const inside = relative(dirname(file), keysFile);
+    if (inside.startsWith('..') || isAbsolute(inside)) return [];
+    return [
+      {
+        setting: 'tokens.keysFile',
+        problem: `${keysFile} is inside the config folder ${dirname(file)}, and holds the private signing keys`,
+        fix: 'put it on a data volume outside the config folder, e.g. /var/lib/gatehouse/keys.json',
+      },
+    ];
+  },
+};
+
+/**
+ * The checklist, in the order findings are listed. `server.workers > 1` on
+ * the in-memory store is not among them: every start refuses it already.
+ */
+export const PRODUCTION_CHECKS: readonly ProductionCheck[] = [
+  demoUserCheck,
+  memoryStoreCheck,
+  httpIssuerCheck,
+  serviceTokenCheck,
+  providerSecretCheck,
+  keysFileCheck,
+];
+
+/** Every finding of every check, each line as `check-config --production` prints it. */
+export async function productionFindings(context: ProductionContext, checks: readonly ProductionCheck[] = PRODUCTION_CHECKS): Promise<string[]> {
+  const lines: string[] = [];
+  for (const check of checks) {
+    for (const finding of await check.run(context)) lines.push(`${finding.setting}: ${finding.problem} [${check.name}]; fix: ${finding.fix}`);
+  }
+  return lines;
+}

@@ -1,0 +1,76 @@
+// Forwarding headers from a peer that is not a trusted proxy, said out loud.
+// X-Forwarded-For and `Forwarded` are believed only from a peer in
+// `server.trustedProxies` (http/client-address.ts); from anyone else the peer
+// is the client. Behind a load balancer or ingress left out of that setting,
+// every client then shares its address (one login throttle, one connection
+// cap for all) and nothing would say why. So each such request counts in
+// `gatehouse_untrusted_forwarded_headers_total` (no labels: bounded series),
+// and each peer gets one warning naming it and the setting.
+//
+// Bounded: the peers warned are an LRU of fixed size, and at most a few new
+// peers are warned per minute, so a flood from many addresses grows neither
+// memory nor the log. Only the peer's socket address is logged, never a header
+// value (those are the client's own words). A request without either header
+// costs two property reads of its headers.
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import type { AddressedRequest, ClientAddress } from '../http/client-address.js';
+import type { Metrics } from '../observability/metrics.js';
+
+/** Peers remembered as warned; one that falls out may be warned again. */
+const WARNED_PEERS = 1024;
+/** New peers warned per window at most: a flood of addresses is not a flood of lines. */
+const WARNINGS_PER_WINDOW = 10;
+const WINDOW_MS = 60_000;
+
+export interface UntrustedForwardingOptions {
+  clientAddress: ClientAddress;
+  logger: Pick<Logger, 'warn'>;
+  metrics: Pick<Metrics, 'untrustedForwardedHeaders'>;
+  /** Milliseconds now; tests pass their own. */
+  now?: () => number;
+}
+
+export class UntrustedForwarding {
+  readonly #options: UntrustedForwardingOptions;
+  readonly #warned = new LRUCache<string, true>({ max: WARNED_PEERS });
+  readonly #now: () => number;
+  #windowStart = Number.NEGATIVE_INFINITY;
+  #warningsInWindow = 0;
+
+  constructor(options: UntrustedForwardingOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Looks at one request's head (an HTTP request or an upgrade); never changes it. */
+  readonly note = (req: AddressedRequest): void => {
+    const { headers } = req;
+    const forwardedFor = headers['x-forwarded-for'] !== undefined;
+    if (!forwardedFor && headers.forwarded === undefined) return;
+    const { clientAddress } = this.#options;
+    if (clientAddress.trustsPeer(req.socket)) return;
+    const peer = clientAddress.peer(req.socket);
+    if (peer === undefined) return;
+    this.#options.metrics.untrustedForwardedHeaders.inc();
+    if (this.#warned.has(peer) || !this.#mayWarn()) return;
+    this.#warned.set(peer, true);
+    this.#options.logger.warn(
+      { peer, header: forwardedFor ? 'X-Forwarded-For' : 'Forwarded', setting: 'server.trustedProxies' },
+      `requests from ${peer} carry forwarding headers, but ${peer} is not in server.trustedProxies: the headers are ignored and ${peer} ` +
+        'is taken as the client. If it is your load balancer or ingress, add it (or its range) to server.trustedProxies, or every ' +
+        'client behind it shares one address for login throttling and connection caps (warned once per address)',
+    );
+  };
+
+  #mayWarn(): boolean {
+    const now = this.#now();
+    if (now - this.#windowStart >= WINDOW_MS) {
+      this.#windowStart = now;
+      this.#warningsInWindow = 0;
+    }
+    if (this.#warningsInWindow >= WARNINGS_PER_WINDOW) return false;
+    this.#warningsInWindow += 1;
+    return true;
+  }
+}
