@@ -1,16 +1,9 @@
-// A request record, and a status transition, counts as written once a
-// replica holds it too, so that a failover (manual or a crash) cannot lose
-// it: the Redis store asks this after each such write, with Sentinel and with
-// Cluster (create-store.ts sets `replicasToConfirm`). WAIT counts the writes
-// made on one connection: on a Cluster it is sent to the node that serves the
-// written key's slot, over the connection the write itself went through.
+// A request record, and a status transition, counts as written once a replica holds it too (WAIT after the write,
+// with Sentinel and Cluster; create-store.ts sets `replicasToConfirm`), so a failover cannot lose it.
 //
-// A master with no replica attached at all, the one a crash failover leaves
-// behind until the old master comes back as its replica, has nothing to
-// wait for: its writes are taken as they are (a second crash before a
-// replica attaches could lose them; asynchronous replication can do no
-// better), and a warning says so, rather than every record sitting in the
-// outbox until a replica appears.
+// Invariants: on a Cluster, WAIT goes to the node serving the written key's slot, over the write's own connection;
+// a master with no replica attached at all takes its writes as they are, with a warning.
+// Why: docs/decisions/0012-a-202-is-a-promise-kept.md
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';

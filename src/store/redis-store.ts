@@ -1,18 +1,11 @@
-// The production store: every instance of a deployment shares it, and it
-// survives their restarts. Records are Redis hashes (redis-records.ts),
-// changed by scripts (redis-scripts.ts); announcements travel over pub/sub
-// on a connection of their own (redis-announcements.ts). Every key and
-// channel is named by keyspace.ts. The rate limiters, users' API keys and
-// introspection answers work over this store's command connection too
-// (rate-limiters.ts, redis-api-keys.ts, redis-introspection.ts), which
-// nothing outside store/ ever holds; their failures are their callers' to
-// answer (limits/ answers store_unavailable).
+// The production store, shared by every instance and surviving their restarts: records are hashes (redis-records.ts)
+// changed by scripts (redis-scripts.ts), announcements go over pub/sub (redis-announcements.ts), keys and channels
+// are named by keyspace.ts; rate limiters, API keys and introspection answers share its command connection.
 //
-// The boundary rule: whatever goes wrong inside ioredis (refused connection,
-// timeout, reply error) leaves this file as one `store_unavailable` error,
-// whose Retry-After is the time until the client's next reconnect attempt,
-// and no operation waits longer than `operationTimeoutMs`. Callers answer
-// 503 and never see, or hang on, Redis itself.
+// Invariants: whatever goes wrong inside ioredis leaves this file as one `store_unavailable` whose Retry-After is
+// the time to the next reconnect; no operation waits longer than `operationTimeoutMs`; nothing outside store/ holds
+// the connection.
+// Why: docs/decisions/0015-the-redis-store-boundary.md
 import { pino, type Logger } from 'pino';
 import { DEFAULT_MAX_SESSIONS_PER_USER } from '../config/defaults.js';
 import type { GatehouseError } from '../core/errors.js';

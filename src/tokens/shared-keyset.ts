@@ -1,15 +1,13 @@
-// Signing keys across instances that share a store but no file (pods with a
-// volume of their own, separate hosts). Each instance keeps its private key
-// in its keys file (keyset.ts) and publishes the public half, sealed
-// (shared-key-entry.ts), with until when it may verify; every instance
-// verifies with, and its JWKS serves, the union (peer-keys.ts). It reads its
-// peers' keys as it starts, but publishes its own and its view only once its
-// listeners are up (`publish`): a start that failed was never a peer.
-// A rotation is two-phase: the new key is published, announced, and taken
-// up in every live instance's view (instance-views.ts) before this one signs
-// with it. An unknown kid makes the verifier read the store once (one read in
-// flight, then a cooldown). Entries are renewed every heartbeat, so the key of
-// an instance gone, or a retired one, verifies for the retention after.
+// Signing keys across instances that share a store but no file. Each instance keeps its private key in its own keys
+// file (keyset.ts) and publishes the public half, with until when it may verify, through the store; every instance
+// verifies with, and its JWKS serves, the union (its peers' as read by peer-keys.ts).
+//
+// Invariants: no private key leaves its instance (entries may be sealed, shared-key-entry.ts); an instance reads its
+// peers' keys as it starts but publishes its own and its view only once its listeners are up (`publish`), so a start
+// that failed was never a peer; a new key is taken up in every live instance's view (instance-views.ts) before this
+// one signs with it; an unknown kid costs one store read (one in flight, then a cooldown); a key verifies for the
+// retention after its last heartbeat or retirement.
+// Why: docs/decisions/0016-signing-keys-shared-through-the-store.md
 import { EventEmitter } from 'node:events';
 import type { CryptoKey, JWK, JWTHeaderParameters, KeyObject } from 'jose';
 import type { Logger } from 'pino';
