@@ -1,9 +1,9 @@
 // A Redis that answers but refuses the gateway is named with its reply and
 // what to change, not only as the EPIPEs and timeouts that follow from it.
-// Protected mode refuses only clients outside the loopback interface, so the
-// gateway reaches it through this machine's own non-loopback address.
-import { networkInterfaces } from 'node:os';
-import { createServer, type Server } from 'node:net';
+// Protected mode lets in only clients from 127.0.0.1 and ::1, so the gateway
+// reaches a real one through a relay on loopback whose outbound side comes
+// from 127.0.0.2: every byte stays on this machine's loopback interface.
+import { connect, createServer, type Server } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -27,36 +27,24 @@ async function refusalLogged(url: string): Promise<{ entry: LogEntry; text: stri
   return { entry, text: log.text() };
 }
 
-/** This machine's first IPv4 address outside loopback, if it has one. */
-function nonLoopbackAddress(): string | undefined {
-  return Object.values(networkInterfaces())
-    .flat()
-    .find((address) => address !== undefined && address.family === 'IPv4' && !address.internal)?.address;
-}
-
-/** What protected mode does, where no address outside loopback exists to reach a real one through: greet with DENIED, then close. */
-async function deniedGreeter(): Promise<{ url: string; server: Server }> {
-  const server = createServer((socket) =>
-    socket.end('-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user.\r\n'),
-  );
+/** A relay on 127.0.0.1 to `port`, connecting from 127.0.0.2: to protected mode, a client from outside. */
+async function relayFromOtherLoopback(port: number): Promise<{ url: string; server: Server }> {
+  const server = createServer((inbound) => {
+    const outbound = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' });
+    inbound.pipe(outbound).pipe(inbound);
+    const end = () => (inbound.destroy(), outbound.destroy());
+    inbound.on('error', end).on('close', end);
+    outbound.on('error', end).on('close', end);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return { url: `redis://127.0.0.1:${port}`, server };
+  return { url: `redis://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
 
 describe('a Redis that refuses the gateway with an error reply', () => {
   it('protected mode (-DENIED, sent as the connection opens): logged with that reply and what to change', { timeout: 20_000 }, async () => {
-    const address = nonLoopbackAddress();
-    let url: string;
-    let greeter: Server | undefined;
-    if (address) {
-      // Listening on loopback too: the test's own readiness probe comes from there, which protected mode lets in.
-      const redis = await startRedisServer({ args: ['--bind', '127.0.0.1', address, '--protected-mode', 'yes'] });
-      servers.push(redis);
-      url = `redis://${address}:${redis.port}`;
-    } else {
-      ({ url, server: greeter } = await deniedGreeter());
-    }
+    const redis = await startRedisServer({ args: ['--protected-mode', 'yes'] });
+    servers.push(redis);
+    const { url, server: relay } = await relayFromOtherLoopback(redis.port);
     try {
       const { entry } = await refusalLogged(url);
       expect(String(entry.refusal)).toMatch(/^DENIED Redis is running in protected mode because .*\.$/);
@@ -64,7 +52,7 @@ describe('a Redis that refuses the gateway with an error reply', () => {
       expect(String(entry.fix)).toContain('--protected-mode no');
       expect(String(entry.msg)).toContain('Redis refuses the connection: DENIED');
     } finally {
-      greeter?.close();
+      relay.close();
     }
   });
 
