@@ -183,7 +183,9 @@ export const evictingRedisCheck: ProductionCheck = {
       .filter((master) => master.evicts === true)
       .map((master) => ({
         setting: 'store.url',
-        problem: `the Redis master at ${master.address} has maxmemory-policy ${master.policy ?? ''}: when its memory is full it deletes sessions, 202 records, published keys and users`,
+        problem:
+          `the Redis master at ${master.address} has maxmemory-policy ${master.policy ?? ''}: ` +
+          'when its memory is full it deletes sessions, 202 records, published keys and users',
         fix: EVICTION_FIX,
       }));
   },
