@@ -1,21 +1,11 @@
-// The one bearer rule: whether a token admits its bearer right now. Every
-// caller asks here — the proxy's hot path and WebSocket upgrades (through
-// proxy/admission.ts), the status endpoint, logout and refresh (through the
-// AuthService) — so there is one answer to "is this token's session alive".
+// The one bearer rule: whether a token admits its bearer right now. Every caller asks here (the proxy and WebSocket
+// upgrades through proxy/admission.ts, the status endpoint, logout and refresh), so there is one answer to "is this
+// token's session alive".
 //
-// A token is admitted when its mode's first check passes (token-check.ts: in
-// local mode it verifies and the store still holds its session for the same
-// user), its session was not revoked meanwhile, and the user is enabled and,
-// for an API-key login, the key unrevoked. A token admitted
-// before is answered from memory, synchronously (no promise, no store round
-// trip, no allocation); only the user and key are checked again on such a
-// hit (in-memory lookups), so a disabled user or a revoked key stops at once.
-// Revocations reach the cache through the store's feed (token-cache.ts).
-//
-// A DPoP-bound token (RFC 9449: `cnf.jkt`) admits only a request that
-// presents it under the `DPoP` scheme with a fresh proof signed by its key
-// (authenticateRequest). The proof is checked on every request, cached token
-// or not; a plain bearer token pays one comparison for it.
+// Invariants: admitted when its mode's first check passes (token-check.ts), its session is not revoked, the user is
+// enabled and an API key's key unrevoked; a token admitted before is answered from memory synchronously, with the
+// user and key checked again; a DPoP-bound token (`cnf.jkt`) needs a fresh proof on every request, cached or not.
+// Why: docs/decisions/0011-one-bearer-rule-and-its-cache.md
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';

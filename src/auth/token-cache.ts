@@ -1,19 +1,10 @@
-// What the bearer check remembers, and when it must forget. The rule that
-// decides whether a token is good lives in bearer-authenticator.ts; this
-// module only keeps its answers honest:
+// What the bearer check remembers, and when it must forget. The rule lives in bearer-authenticator.ts; this module
+// only keeps its answers honest.
 //
-// - Keyed by the whole token. Keyed on a part (say the signature), a forged
-//   payload carrying a copied signature would hit a genuine entry.
-// - An entry is used only before its token's `exp`: a cached token never
-//   outlives its expiry (the verifier's clock tolerance is for tokens it sees,
-//   not for how long we may remember them).
-// - A revocation (from this or any other instance, through the store) drops
-//   that session's entries at once, and one that races a first check keeps it
-//   out of the cache; when the feed of revocations was interrupted, the whole
-//   cache goes, since some may have been missed.
-//
-// Everything is bounded: the cache by `maxEntries`, the session index by the
-// cache, and the recently revoked sessions by their own small LRU.
+// Invariants: keyed by the whole token; an entry is used only before its token's `exp`; a revocation drops that
+// session's entries at once (and keeps a racing first check out); an interrupted revocation feed clears the whole
+// cache; bounded by `maxEntries`, the session index by the cache, revoked sessions by their own small LRU.
+// Why: docs/decisions/0011-one-bearer-rule-and-its-cache.md
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../core/principal.js';
 

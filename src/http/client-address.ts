@@ -1,18 +1,10 @@
-// The client's address: the one reading that login throttling, route limits,
-// connection caps, audit and access lines, the logger and the X-Forwarded-For
-// sent upstream all share, so one client is counted under one key everywhere.
+// The client's address: the one reading that login throttling, route limits, connection caps, audit and access
+// lines, the logger and the X-Forwarded-For sent upstream all share, so one client is counted under one key.
 //
-// - The immediate peer is the socket's address.
-// - X-Forwarded-For is walked back only through trusted proxies
-//   (`server.trustedProxies`, proxy-addr semantics): the client is the first
-//   hop, from the gateway outwards, that is not a trusted proxy.
-// - An IPv4-mapped IPv6 address (`::ffff:10.0.0.1`, a dual-stack socket's
-//   IPv4 peer or a proxy's spelling) is the IPv4 address (`10.0.0.1`).
-//
-// Compiled once from the configuration. Per request: with no trusted proxy,
-// or a peer that is not one, nothing is parsed and nothing allocated (a mapped
-// peer is unmapped once per connection); only a trusted peer's X-Forwarded-For
-// is read.
+// Invariants: the peer is the socket's address; X-Forwarded-For is walked back only through `server.trustedProxies`
+// (proxy-addr semantics); an IPv4-mapped IPv6 address is the IPv4 address. Compiled once from the configuration; an
+// untrusted peer costs no parsing and no allocation.
+// Why: docs/decisions/0010-one-client-address.md
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import proxyaddr from '@fastify/proxy-addr';
 

@@ -1,18 +1,9 @@
-// What a login for an unknown username costs in place of a scrypt: a wait as
-// long as a real password check takes now, in the same hashing-queue turn.
+// What a login for an unknown username costs in place of a scrypt: a wait as long as a real password check takes
+// now, in the same hashing-queue turn, at no CPU cost.
 //
-// An unknown username used to be checked against a stand-in hash, a full
-// scrypt, so that its refusal took as long as a wrong password's. That kept
-// timing equal but let a flood of random usernames buy all the hashing
-// capacity (the thread pool and a CPU). A timer takes the same time and holds
-// the same slot of the queue, so the answer arrives when a real check's would,
-// at no CPU cost.
-//
-// Its durations are the real checks' own: the last `RECENT` checks at the
-// stand-in's cost, drawn at random, so the stand-in follows the distribution
-// (not only the mean) and the machine's load. Every `SAMPLE_EVERY`-th stand-in
-// is a real scrypt against the stand-in hash, which keeps the durations current
-// when only unknown usernames are tried.
+// Invariants: durations are drawn at random from the last `RECENT` real checks at the stand-in's cost; every
+// `SAMPLE_EVERY`-th stand-in is a real scrypt against the stand-in hash, so durations stay current.
+// Why: docs/decisions/0020-a-timer-in-place-of-a-stand-in-scrypt.md
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const RECENT = 32;

@@ -1,30 +1,12 @@
-// What the gateway remembers of addresses that keep sending unauthenticated
-// work it refuses: garbage bearer tokens, wrong passwords, logins the full
-// hashing queue turned away. Each refusal is a strike against the client
-// address, in memory only (a lookup, no store round trip).
+// What the gateway remembers of addresses that keep sending unauthenticated work it refuses (garbage bearer tokens,
+// wrong passwords, logins the full hashing queue turned away): each refusal is a strike against the client address,
+// in memory only. From the strikes in the window it says whether an address is a suspect (its password checks wait
+// in the last lane), has its 401s held (`holdMs`), or is refused at the head for `refuseForMs`.
 //
-// - An address with `suspectAfterStrikes` strikes in the window is a suspect: its
-//   password checks wait behind those of clean addresses (fair-work-queue.ts)
-//   and, when the suspects' queue is full, are refused from the request head.
-// - An address with `holdAfterStrikes` strikes gets the 401 of each bearer token a
-//   first check refuses late, after `holdMs` (a tarpit, as sshd delays a
-//   failed authentication).
-// - An address with `refuseAfterStrikes` strikes in the window is refused at the head for
-//   `refuseForMs` (each refused request is a strike, so a flood that goes on
-//   stays refused), before its request is routed or its body parsed, except a
-//   request whose bearer token was verified before (the public listener asks
-//   the token cache). Each such
-//   refusal is held `holdMs` before it is answered, as a load balancer's
-//   tarpit does: a flood that sends its next request when the last is answered
-//   slows to its connections per `holdMs`, and a held request costs a timer,
-//   not CPU. At most `maxHeld` are held; past it they are answered at once.
-//
-// A success (login, refresh) clears the address's record (a user who mistyped
-// is not a suspect) and puts its password checks in the first lane for
-// `trustForS`: a real user's usual address goes ahead of a flood. Everything
-// is bounded: `maxAddresses` records, oldest dropped first. The bounds are
-// config (`limits.abuse`, config/flood-schema.ts). Requests from addresses with no record pay one Map lookup,
-// and none at all while no address is refused.
+// Invariants: a success clears the address's record and trusts it for `trustForS`; everything is bounded
+// (`maxAddresses` records, oldest dropped first; at most `maxHeld` refusals held); an address with no record costs
+// one Map lookup, and none while no address is refused.
+// Why: docs/decisions/0001-refuse-floods-from-the-request-head.md
 import { EventEmitter } from 'node:events';
 import type { Config } from '../config/schema.js';
 

@@ -1,24 +1,11 @@
-// Bounds how much of one kind of expensive work (password hashing) runs at
-// once, and shares the waiting fairly between client addresses.
+// Bounds how much of one kind of expensive work (password hashing) runs at once, and shares the waiting fairly
+// between client addresses: at most `concurrency` tasks run, the rest wait in one queue per address, and a free
+// slot goes to the address with the fewest tasks running, longest-waiting first.
 //
-// scrypt runs on libuv's small thread pool, which token signing, verification
-// and DNS share: unbounded, 64 concurrent garbage logins queue every one of
-// them behind seconds of hashing. Here at most `concurrency` tasks run; the
-// rest wait in one queue per address. A free slot goes to the waiting address
-// with the fewest tasks running, the longest-waiting of those first (round-
-// robin), so an address that floods waits behind itself and delays another
-// address's login by at most the one task already running. Past the bounds the caller is refused at once (with Retry-After)
-// rather than parked for ever: a full address queue is that address's doing
-// (429), a full total queue is the gateway's state (503).
-//
-// Three lanes, each with its own `maxQueue`, served in order: addresses with a
-// recent success (a login or refresh from there), clean addresses, and
-// suspects (abuse-guard.ts: they keep sending refused work; suspicion wins
-// over a success). A flood from many addresses then
-// fills the suspects' lane, not the room a clean address's login needs, and
-// the login waits for the task running now, not for the flood's turns. The
-// lane depends on the address only, never on the username: a known and an
-// unknown user from one address wait alike.
+// Invariants: three lanes served in order (recent success, clean, suspect), each with its own `maxQueue`; the lane
+// depends on the address only, never the username; past a bound the caller is refused at once with Retry-After
+// (a full address queue 429, a full total queue 503), never parked for ever.
+// Why: docs/decisions/0003-fair-lanes-for-password-hashing.md
 import { EventEmitter } from 'node:events';
 import { gatehouseError } from '../core/errors.js';
 

@@ -1,25 +1,9 @@
-// Load shedding on event-loop delay (Envoy's overload manager, in one
-// process): while the loop is late, the front door (server/front-door.ts)
-// refuses from the request head the work without a credential known good
-// first, and everything only when the loop is later still.
+// Load shedding on event-loop delay: reads the loop (the p90 of a 10 ms timer's lateness per sample interval, and
+// its utilization, reported only) and says at which level the front door (server/front-door.ts) refuses work from
+// the request head: without a credential known good first, everything only when the loop is later still.
 //
-// Why Node's own perf_hooks and not `@fastify/under-pressure`: that plugin
-// reads the same measures (the loop's delay, eventLoopUtilization) but acts
-// in a Fastify onRequest hook, and the proxy's hot path never goes
-// through Fastify (docs/architecture.md): it could refuse a login, never a
-// proxied request with a garbage token, and it refuses whatever comes, with no
-// notion of which work has a credential known good. The front door already
-// answers from the request head for both listeners' paths; it needs only the
-// reading, which is a dozen lines here.
-//
-// The reading: the 90th percentile of the loop's delay over each sample
-// interval (a timer every 10 ms, how late it fires; NodeLoopGauge): a loop late on a tenth of
-// its turns, not one garbage collection's pause (its one late turn is the
-// maximum, and would shed logins for a cool-down every time). And the loop's
-// utilization over the same interval (reported, not acted on: a loop busy at
-// 100 % that still answers in time needs nothing shed). A late reading sets
-// the level at once; it goes down only after `coolDownMs` without one, so a
-// flood that shedding calmed does not come straight back.
+// Invariants: a late reading raises the level at once; it falls only after `coolDownMs` without one.
+// Why: docs/decisions/0002-shed-load-on-event-loop-delay.md
 import { EventEmitter } from 'node:events';
 import { createHistogram, performance, type EventLoopUtilization, type RecordableHistogram } from 'node:perf_hooks';
 import type { Config } from '../config/schema.js';

@@ -1,23 +1,10 @@
-// Login throttling, after rate-limiter-flexible's "login endpoint protection"
-// pattern and Keycloak's brute-force detection:
+// Login throttling: a username+address pair waits longer after each failure past `freeFailures`, an address that
+// fails too often (any usernames, refresh tokens too) is blocked, and a username failed from many addresses is
+// guarded so that only addresses with no recent failure may try it.
 //
-// - a username+address pair gets `freeFailures` failures for nothing; each
-//   one after them makes that pair wait, twice as long as the last time
-//   (`firstWaitS`, doubling, up to `maxWaitS`): online guessing of one
-//   password slows to a crawl. A success clears the pair.
-// - an address that fails `failuresPerAddress` times in the window, whatever
-//   the usernames (spraying) and with refresh tokens too, is blocked for
-//   `addressBlockS`.
-// - a username that fails `failuresPerUsername` times from all addresses
-//   together (distributed guessing) is guarded: from then on, until the
-//   window ends, only addresses with no recent failure may try it. Each
-//   address of a botnet gets one guess at most; the real user, from an
-//   address with a clean record, logs in as before. A username is never
-//   locked for everyone: that would hand anyone a denial of service.
-//
-// Every check happens before the password is hashed, so a throttled attempt
-// costs no scrypt. Usernames enter keys only as digests: what was typed may
-// be a password, and Redis keys are not secret.
+// Invariants: every check happens before the password is hashed; a username is never locked for everyone; usernames
+// enter keys only as digests (what was typed may be a password).
+// Why: docs/decisions/0004-login-throttling.md
 import { createHash } from 'node:crypto';
 import type { LoginLimitsConfig } from '../config/schema.js';
 import { RateLimiterRes } from 'rate-limiter-flexible';

@@ -1,18 +1,11 @@
-// OpenID Connect Back-Channel Logout 1.0, the relying party's side: the
-// provider POSTs a `logout_token` when one of its sessions ends (a logout at
-// the provider, an administrator ending it), and the gateway ends that
-// session here at once, on every instance (Store.endProviderSession: every
-// token naming it is refused, and what it holds open — streams, uploads,
-// tunnels, long polls — ends, proxy/session-holdings.ts).
+// OpenID Connect Back-Channel Logout 1.0, the relying party's side: the provider POSTs a `logout_token` when one of
+// its sessions ends, and the gateway ends that session at once on every instance (Store.endProviderSession; what it
+// holds open ends too, proxy/session-holdings.ts).
 //
-// The token is checked as the specification's section 2.6 says: signed with
-// one of the provider's keys (its JWKS, the one the access tokens are
-// verified with), `iss` the provider, `aud` our client id, `iat` present and
-// recent, `exp` not passed when present, the back-channel logout event in
-// `events`, `sid` and/or `sub`, no `nonce` (so an ID token cannot pose as
-// one), and a `jti` not seen before on any instance (remembered in the store
-// for as long as a token may be accepted: a replay is refused). A refused
-// token changes nothing.
+// Invariants: the token is checked as section 2.6 says (provider's key, `iss`, `aud`, recent `iat`, `exp`, the
+// event, `sid`/`sub`, no `nonce`) and its `jti` is refused if seen before on any instance; a refused token changes
+// nothing.
+// Why: docs/decisions/0019-backchannel-logout-checks.md
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';

@@ -1,18 +1,10 @@
-// Login, refresh and logout when a fronted OpenID Provider keeps the users:
-// the same spec endpoints, the same throttling and audit trail as local mode
-// (both pass through auth/login-guard.ts), but the provider checks the
-// credentials and issues the tokens.
+// Login, refresh and logout when a fronted OpenID Provider keeps the users: the same spec endpoints, throttling and
+// audit trail as local mode (both pass through auth/login-guard.ts), but the provider checks the credentials and
+// issues the tokens.
 //
-// An API key typed as the password goes to the provider as the password: the
-// provider is the one authority over credentials and the only issuer of
-// tokens, so a key checked here would need tokens the provider never issued,
-// which its revocation, its user disabling and its sessions could not reach.
-//
-// Every token set the provider hands out is checked by the gateway's own
-// bearer rule before the client gets it: a provider whose tokens the gateway
-// would refuse (wrong audience, unknown key) is a provider fault (502), found
-// at login rather than on every later request, and the new access token's
-// first use is then already a cache hit.
+// Invariants: an API key typed as the password goes to the provider as the password; every token set the provider
+// hands out passes the gateway's own bearer rule before the client gets it (else 502, a provider fault).
+// Why: docs/decisions/0018-provider-mode-login-and-roles.md
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { AttemptContext, Authentication } from '../auth/auth-service.js';

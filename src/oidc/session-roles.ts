@@ -1,18 +1,11 @@
-// One provider session, one set of roles, whichever of its tokens is shown.
-// An access token carries the roles the provider gave it; a refresh token
-// used as a bearer is introspected, and most providers (Keycloak among them)
-// put no roles in that answer. So the roles of a session are those of the
-// newest token the provider issued for it (by `iat`): every access token the
-// gateway verifies, and every introspection answer that does carry the roles
-// claim, is an observation; the newest wins (two of the same second: only
-// the roles both name), and every token of the session is held to it. A refresh through the gateway verifies the new access token,
-// so a role taken away at the provider is seen here at the next refresh.
+// One provider session, one set of roles, whichever of its tokens is shown: the roles of a session are those of the
+// newest token the provider issued for it (by `iat`), observed from verified access tokens and from introspection
+// answers that carry the roles claim.
 //
-// Kept in the shared store when there is one (beside the introspection
-// answers, under a digest of the session id), so every instance agrees, and
-// always in a bounded map in this process, which the route rules read at each
-// request (synchronously), so a token checked and cached before loses a role
-// as soon as this instance sees a newer token without it.
+// Invariants: the newest observation wins (two of the same second: only the roles both name); every token of the
+// session is held to it; kept in the shared store when there is one (under a digest of the session id) and always
+// in a bounded map here, which route rules read synchronously.
+// Why: docs/decisions/0018-provider-mode-login-and-roles.md
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Store } from '../store/store.js';

@@ -1,19 +1,11 @@
-// One proxied HTTP exchange, from its request to its response's end, and how
-// it ends when its session does (session-holdings.ts decides when). The
-// exchange is its own entry in the registry, with its methods on the
-// prototype, so registering it allocates nothing of its own.
+// One proxied HTTP exchange, from its request to its response's end, and how it ends when its session does
+// (session-holdings.ts decides when). It is its own entry in the registry, methods on the prototype, so registering
+// it allocates nothing of its own.
 //
-// How it ends depends on how far it got:
-// - no answer begun (waiting for the upstream, or an upload still being
-//   sent): the client gets the 401 any request of an ended session gets,
-//   with its `$diagnoses`, and the connection closes;
-// - a response streaming without a declared length (chunked: event streams,
-//   streamed downloads): it ends cleanly, its last chunk sent, and nothing
-//   more is written;
-// - a response of a declared length: it cannot end cleanly early, so the
-//   connection is cut, which tells the client the body is incomplete.
-// In every case the upstream request is given up too (the engine's
-// `abandon`), so the backend sees its side close.
+// How it ends depends on how far it got: no answer begun, the 401 of an ended session (with `$diagnoses`) and the
+// connection closes; a chunked response ends cleanly after its last chunk; a response of a declared length has its
+// connection cut (the client sees the body incomplete). In every case the upstream request is abandoned too.
+// Why: docs/decisions/0005-one-registry-of-session-holdings.md
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { bearerChallenge } from '../auth/bearer.js';
 import { gatehouseError } from '../core/errors.js';

@@ -1,29 +1,12 @@
-// What each session holds open on this instance, and when each of it must
-// end: WebSocket tunnels (websocket.ts), proxied HTTP exchanges still in
-// progress (proxy-handler.ts: streamed or chunked responses, event streams,
-// long downloads and uploads) and long polls of the status endpoint
-// (requests/status-routes.ts). One registry for all of them, so whatever
-// ends a session ends everything it opened, the same way:
+// What each session holds open on this instance, and when each of it must end: WebSocket tunnels (websocket.ts),
+// proxied HTTP exchanges in progress (proxy-handler.ts) and long polls of the status endpoint
+// (requests/status-routes.ts). One registry for all, so whatever ends a session (revoked on any instance, its user
+// disabled or key revoked, a role taken away, its token's or session's end, the gateway stopping) ends everything it
+// opened, the same way.
 //
-// - the session revoked, on this or any instance (the bearer rule's feed of
-//   session ends: logout, sign-out-everywhere, a key revoked by its user or
-//   the CLI, eviction by `maxSessionsPerUser`, a provider's back-channel logout);
-// - its user disabled or removed, or the API key its session came from
-//   revoked (the identity provider announces every reload of the users file,
-//   which each instance watches, and each holder is asked about again), or a
-//   role its route needs taken away (the holding's own `stillAllowed`);
-// - its token's expiry, when its route says so, and in any case the
-//   session's own end: nothing opened with a refresh token, or kept past its
-//   access token, outlives its session;
-// - the gateway stopping (public routes' tunnels too).
-//
-// Every one of these is an event or a timer; nothing polls. Registering is
-// on the proxy's hot path, so it is a Map lookup and a link in a list, and its
-// removal an unlink: a session's group, with its one timer for the session's
-// end, is kept while the session lives, not made again for every request.
-// Lists, not Sets: a long-lived Set written thousands of times a second kept
-// the young exchanges it had held alive through V8's scavenges (6.5 KB
-// promoted per request against 0.65, twice the GC time; bench/profile.ts).
+// Invariants: every end is an event or a timer, nothing polls; registering is a Map lookup and a link in a list,
+// removal an unlink (lists, not Sets); a session's group and its one timer live as long as the session.
+// Why: docs/decisions/0005-one-registry-of-session-holdings.md
 import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';

@@ -1,26 +1,12 @@
-// What crosses the gateway in headers, in both directions. Modelled on Envoy's
-// header sanitisation and oauth2-proxy's identity injection:
+// What crosses the gateway in headers, in both directions: hop-by-hop headers stop here; identity headers are the
+// gateway's alone (a client copy in any spelling is removed); X-Forwarded-* and `Forwarded` are believed only from a
+// trusted proxy; infrastructure-only headers and unknown `x-gatehouse-*` are removed unless allowed by name;
+// X-Request-Id is the gateway's; `host` goes on unchanged.
 //
-// - hop-by-hop headers, and those the sender's Connection header names, stop here;
-// - identity headers are the gateway's alone: any client copy, however spelt
-//   (`X-Gatehouse-Subject`, `x_gatehouse_subject`, `x.gatehouse.subject`), is
-//   removed, then the gateway's own are set from the principal;
-// - X-Forwarded-* and `Forwarded` are believed only from a trusted proxy;
-// - headers that only infrastructure in front should set (client addresses as
-//   CDNs pass them, URL and method overrides) and every `x-gatehouse-*` the
-//   gateway does not set are removed, unless the operator allows one by name;
-// - X-Request-Id is the gateway's.
-//
-// `host` goes on unchanged: no changeOrigin (upstreams on loopback do not care,
-// and the backend sees the name the client used).
-//
-// Everything that depends only on configuration is computed in the
-// constructor; per request there is one pass over the client's headers with
-// Set lookups, and no regular expression.
-//
-// This module decides what passes; the forwarding headers are written by
-// forwarded-headers.ts, the identity headers by identity-headers.ts, and the
-// header names and values are read as header-syntax.ts says.
+// Invariants: configuration is compiled in the constructor; per request one pass over the client's headers with Set
+// lookups, no regular expression. This module decides what passes; forwarded-headers.ts and identity-headers.ts
+// write, header-syntax.ts reads.
+// Why: docs/decisions/0006-header-sanitisation.md
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../core/principal.js';
 import type { Config, IdentityHeaderNames } from '../config/schema.js';

@@ -1,18 +1,10 @@
-// Who owns which journal file. Every file's name carries its owner, so no
-// lock file can be left behind or disagree with the file it guards:
+// Who owns which journal file: every file's name carries its owner, so no lock file can be left behind or disagree.
+//   journal_<creation ms, 15 digits>-<sequence, 6 digits>-<nonce>_<pid>-<process start time>-<nonce>.jsonl
 //
-//   journal_<file id>_<owner>.jsonl
-//   file id: <creation time, ms, 15 digits>-<sequence, 6 digits>-<nonce>  (sorts in creation order)
-//   owner:   <pid>-<process start time>-<nonce>
-//
-// A file is created with O_EXCL under a fresh random nonce, so two journals
-// (instances, workers, or two in one process) never write one file. Its
-// owner is alive while that process runs and has not closed the journal;
-// the start time (Linux: /proc/<pid>/stat) tells a reused pid from the
-// original, and a journal in a restarted container, where pids start over,
-// recognises its own pid with a nonce it does not hold. A file whose owner is
-// gone is taken over by renaming it to the new owner: rename is atomic, so of
-// two instances claiming the same file exactly one gets it.
+// Invariants: created with O_EXCL under a fresh nonce (two journals never write one file); an owner is alive while
+// its process (pid and start time) runs and has not closed the journal; a file whose owner is gone is taken over by
+// an atomic rename, so exactly one claimant gets it.
+// Why: docs/decisions/0013-journal-files-named-by-their-owner.md
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 

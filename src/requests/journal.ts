@@ -1,17 +1,11 @@
-// An append-only journal on local disk for request records the store could
-// not take: a client that holds a 202 must find its request even if this
-// process is killed before the store is back. Status reports acknowledged
-// before a replica held them go the same way (journal-lines.ts). A record is on disk, fsynced,
-// before `append` resolves, and so before the 202 goes out.
+// An append-only journal on local disk for request records the store could not take, and status reports
+// acknowledged before a replica held them (journal-lines.ts): a client that holds a 202 finds its request even if
+// this process is killed before the store is back.
 //
-// Group commit: the records appended within one turn of the event loop, and
-// those that arrive while a write is being synced, are written and synced
-// together, so a burst of 202s costs one fsync, not one each.
-//
-// Each journal writes files of its own (see journal-files.ts). `replay`
-// writes what this journal holds, and every file whose owner is gone, into
-// the store, and removes a file only once all its records are there. Bounded:
-// past `maxBytes`, `append` rejects with JournalFullError.
+// Invariants: a record is on disk, fsynced, before `append` resolves (group commit: one fsync per loop turn or
+// sync); `replay` removes a file only once all its records are in the store; each journal writes files of its own
+// (journal-files.ts); past `maxBytes`, `append` rejects with JournalFullError.
+// Why: docs/decisions/0012-a-202-is-a-promise-kept.md
 import { open, mkdir, readdir, rename, unlink, access, constants } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';

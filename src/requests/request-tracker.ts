@@ -1,19 +1,12 @@
-// The one way the gateway reads and changes request records. It stands
-// between the store and its users (the 202 capture, the status endpoint, the
-// internal API, the reconciler) for three reasons:
+// The one way the gateway reads and changes request records, between the store and its users (the 202 capture, the
+// status endpoint, the internal API, the reconciler).
 //
-// - A store that is down must not lose a record a client was promised by a
-//   202: such records wait in the outbox, in order, until it answers again.
-// - Store failures leave as one `store_unavailable` (503), with the
-//   store's own Retry-After, whatever the store threw.
-// - Long polls need to hear of status changes: its watches
-//   (request-watches.ts) ride one store subscription.
-// - A record must survive this process too: with a journal, a queued record
-//   is on disk before the 202 goes out (journal-backlog.ts), and an unknown
-//   id is not called unknown while records may still be on their way
-//   (outage-window.ts).
-// - A status report answered `applied` is kept as surely as a 202's record:
-//   confirmed by a replica, or else queued the same way (status-reports.ts).
+// Invariants: a record promised by a 202 is never lost to a store outage (it waits in the outbox, in order, and with
+// a journal is on disk before the 202 goes out); store failures leave as one `store_unavailable` (503) with the
+// store's Retry-After; an unknown id is not called unknown while records may be on their way (outage-window.ts); a
+// report answered `applied` is confirmed by a replica or queued the same way (status-reports.ts); long polls'
+// watches (request-watches.ts) ride one store subscription.
+// Why: docs/decisions/0012-a-202-is-a-promise-kept.md
 import type { Logger } from 'pino';
 import { DEFAULT_UNKNOWN_AFTER_OUTAGE_S } from '../config/defaults.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';

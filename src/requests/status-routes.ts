@@ -1,17 +1,10 @@
-// Spec 4.3: the status of an asynchronous request, at
-// /api/v1/requests/<id>/status and /v1/requests/<id>/status (the spec shows
-// both), by GET and by POST (it shows both; a body, if any, is ignored).
+// Spec 4.3: the status of an asynchronous request, at /api/v1/requests/<id>/status and /v1/requests/<id>/status, by
+// GET and by POST (a body is ignored); `?wait=<seconds>` (bounded by `requests.maxWaitS`) holds a pending answer
+// until the status changes on any instance, riding the store's change feed.
 //
-// Ids must not be probeable: an unknown id, an expired record, a malformed id
-// and someone else's request all answer the same 404. The bearer check is the
-// proxy's cached one, so a poll costs one store read (the record), not two.
-//
-// `?wait=<seconds>` (beyond the spec, bounded by `requests.maxWaitS`) holds a
-// pending answer until the status changes, on any instance sharing the store:
-// the wait rides the store's change feed (RequestTracker.watch), not a loop
-// of reads. A wait is held by its session (proxy/session-holdings.ts): when
-// the session ends, on any instance, the wait ends with the 401 any request
-// of an ended session gets.
+// Invariants: an unknown, expired, malformed or someone else's id all answer the same 404; a poll costs one store
+// read (the bearer check is the proxy's cached one); a wait is held by its session and ends with its 401.
+// Why: docs/decisions/0014-status-endpoint-not-probeable-long-polls-held.md
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { bearerChallenge } from '../auth/bearer.js';

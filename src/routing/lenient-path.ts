@@ -1,16 +1,10 @@
-// How the most forgiving backend could read a path that the gateway found
-// ambiguous (`RequestTarget.ambiguity`). A route that opts out of strict
-// paths passes such paths on, but only while this reading stays in the same
-// route: otherwise a public route would lead its backend to a protected path.
+// How the most forgiving backend could read a path the gateway found ambiguous (`RequestTarget.ambiguity`): decoded
+// until nothing is left, overlong UTF-8 taken, look-alikes folded (lookalikes.ts), `\` and a decoded `/` as
+// separators, segments cut at `;` and NUL, trailing dots and spaces dropped, dot segments resolved.
 //
-// The reading takes every liberty some common server takes: it decodes until
-// nothing is left to decode (frameworks that decode twice), takes overlong
-// UTF-8 (`%C0%AE` is `.`), folds Unicode look-alikes (`／` is `/`, NFKC and
-// best-fit: lookalikes.ts), treats `\` and a decoded `/` as separators, cuts a
-// segment at `;` (Tomcat, Jetty), at NUL (C strings) and drops trailing dots
-// and spaces (IIS, Windows), then resolves dot segments. It runs only for
-// ambiguous paths on routes with `strictPaths: false` and for paths whose
-// non-ASCII characters NFKC changes, never on the hot path.
+// Invariants: a route with `strictPaths: false` passes an ambiguous path only while this reading stays in the same
+// route; it runs only for such paths and paths NFKC changes, never on the hot path.
+// Why: docs/decisions/0021-the-lenient-path-reading.md
 import { foldLookalikes } from './lookalikes.js';
 
 /** More rounds than any server decodes; each round shortens the text, so this only bounds the work. */

@@ -1,27 +1,11 @@
-// Refusals answered from the request head, before a request is routed or its
-// body parsed, for addresses that keep sending work the gateway refuses
-// (limits/abuse-guard.ts):
+// Refusals answered from the request head, before a request is routed or its body parsed: 429 for an address the
+// abuse guard refuses (unless its bearer token was admitted before), 503 `overloaded` for work without a credential
+// known good while the load shedder says the loop is late (everything when later still), and the hashing queue's
+// own 503 for a suspect's login when the suspects' lane is full.
 //
-// - an address refused at the head gets 429 with Retry-After, held for a while
-//   first (a tarpit: a flood that waits for each answer slows to its
-//   connections per hold), unless its bearer token was admitted before (a
-//   Map lookup): authenticated traffic from a shared address still flows;
-// - while the event loop is late (limits/load-shedder.ts), work without a
-//   credential known good gets 503 `overloaded` with Retry-After: a login,
-//   refresh or token request from an address without a recent success, a
-//   request whose bearer token (or other Authorization) the token cache does
-//   not admit (a first verification: garbage tokens cost a signature check).
-//   Requests without credentials pass (they cost no check). While the loop is
-//   later still, every request is refused, cached tokens included. Shedding is
-//   not the address's doing: no strike, but the refusal is held as the others
-//   are, so a flood that waits for its answers slows down;
-// - a suspect address's login when the suspects' lane of the hashing queue is
-//   full gets the queue's own 503, without its JSON body being parsed.
-//
-// Each abuse refusal is itself a strike: a flood that goes on stays refused.
-// The public listener calls `refuses` for every gateway endpoint, and for
-// proxied requests only while some address is refused or load is shed (a size
-// test and a number otherwise).
+// Invariants: each abuse refusal is a strike, shedding is not; every refusal is held as the tarpit says before it is
+// answered; proxied requests are asked about only while some address is refused or load is shed.
+// Why: docs/decisions/0001-refuse-floods-from-the-request-head.md
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';

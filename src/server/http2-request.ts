@@ -1,20 +1,8 @@
-// An HTTP/2 request made to look, to the code behind the listener, like the
-// HTTP/1.1 one it was written for. Node's compatibility layer gives an
-// Http2ServerRequest the same shape, with three differences that matter here:
-//
-// - the host is in `:authority` (clients send no Host header on h2), and
-//   routing, CORS and X-Forwarded-Host read `host`; the pseudo-headers
-//   (`:method`, `:path`…) are among the headers, and must never go upstream;
-// - HTTP/1.1's connection headers are forbidden in an h2 response;
-// - `req.socket` is a proxy onto the connection that every stream shares:
-//   its `bytesWritten` counts every stream's bytes, and once the stream has
-//   closed it reads as undefined (the access line, written at the close, would
-//   lose the address and the size);
-// - nothing ever calls `destroySoon` on it (lingering close is HTTP/1.1's).
-//
-// So each h2 request gets a socket of its own: the peer as it was when the
-// request arrived, TLS facts included, and a count of the bytes its response
-// wrote (body bytes: HPACK-compressed heads have no size of their own).
+// An HTTP/2 request made to look, to the code behind the listener, like the HTTP/1.1 one it was written for: `host`
+// from `:authority`, pseudo-headers never sent upstream, no connection headers in the response, and a socket of its
+// own (the peer as it was when the request arrived, TLS facts included, and a count of its response's body bytes),
+// since the compatibility layer's `req.socket` is shared by every stream and reads undefined once the stream closed.
+// Why: docs/decisions/0009-a-socket-of-its-own-for-each-http2-request.md
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Http2ServerResponse, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';

@@ -1,20 +1,10 @@
-// The HTTP/2 connections (sessions) of the public listener: how many of
-// their streams a client may cancel, and how they end when the gateway stops.
+// The HTTP/2 connections (sessions) of the public listener: how many of their streams a client may cancel, and how
+// they end when the gateway stops.
 //
-// The rapid-reset pattern (CVE-2023-44487): a client opens a stream and
-// cancels it at once (HEADERS, then RST_STREAM), again and again. The cap on
-// concurrent streams never binds, since each stream is gone before the next
-// comes, yet every one of them made the gateway start a request: admission,
-// a bearer check, maybe an upstream request. Streams the client cancelled
-// before their answer was complete are counted per connection in a window;
-// past the bound the connection is closed with GOAWAY ENHANCE_YOUR_CALM, and
-// the client must open (and, on TLS, handshake) a new one, which the
-// connection caps bound in turn. Streams the gateway itself ends (a cut
-// upload, an ended session) do not count: only the client's cancels do.
-//
-// Stopping: Node closes idle HTTP/1.1 connections (closeIdleConnections), but
-// knows no idle HTTP/2 session. Here each session is sent GOAWAY instead (no
-// new streams; those open finish), and cut at the end of the grace.
+// Invariants: streams the client cancelled before their answer was complete are counted per connection in a window,
+// and past the bound the connection gets GOAWAY ENHANCE_YOUR_CALM (rapid reset, CVE-2023-44487); streams the gateway
+// itself ends do not count. On stop each session is sent GOAWAY (open streams finish) and cut after the grace.
+// Why: docs/decisions/0008-http2-rapid-reset-and-stopping.md
 import { constants, type Http2SecureServer, type Http2Server, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';

@@ -1,17 +1,9 @@
-// Forwarding headers from a peer that is not a trusted proxy, said out loud.
-// X-Forwarded-For and `Forwarded` are believed only from a peer in
-// `server.trustedProxies` (http/client-address.ts); from anyone else the peer
-// is the client. Behind a load balancer or ingress left out of that setting,
-// every client then shares its address (one login throttle, one connection
-// cap for all) and nothing would say why. So each such request counts in
-// `gatehouse_untrusted_forwarded_headers_total` (no labels: bounded series),
-// and each peer gets one warning naming it and the setting.
+// Forwarding headers from a peer that is not a trusted proxy, said out loud: each such request counts in
+// `gatehouse_untrusted_forwarded_headers_total`, and each peer gets one warning naming it and the setting.
 //
-// Bounded: the peers warned are an LRU of fixed size, and at most a few new
-// peers are warned per minute, so a flood from many addresses grows neither
-// memory nor the log. Only the peer's socket address is logged, never a header
-// value (those are the client's own words). A request without either header
-// costs two property reads of its headers.
+// Invariants: bounded (an LRU of peers warned, a few new peers warned per minute); only the peer's socket address is
+// logged, never a header value; a request without either header costs two property reads.
+// Why: docs/decisions/0010-one-client-address.md
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { AddressedRequest, ClientAddress } from '../http/client-address.js';

@@ -1,16 +1,10 @@
-// The signed identity a backend can check instead of trusting headers (as
-// Pomerium's X-Pomerium-Jwt-Assertion, Google IAP's x-goog-iap-jwt-assertion,
-// Cloudflare Access's Cf-Access-Jwt-Assertion): a short-lived JWT naming the
-// caller, signed with the gateway's current signing key, verifiable from its
-// JWKS like any token it signs.
+// The signed identity a backend can check instead of trusting headers: a short-lived JWT naming the caller, signed
+// with the gateway's current signing key, verifiable from its JWKS like any token it signs.
 //
-// Signing costs tens of µs; a request must not pay it. Assertions are kept
-// per (session, audience, key id, lifetime) and used again while at least half
-// their life is left, so a busy session signs about twice a lifetime per
-// route, and a backend never receives one about to expire. A rotation of the
-// signing key changes the key id, and with it the cache entry. An assertion is
-// used again only for the same principal (or one with the same claims): a
-// refresh that brought new roles gets a new assertion at once.
+// Invariants: kept per (session, audience, key id, lifetime) and used again only while at least half its life is
+// left, and only for the same principal (or one with the same claims); a key rotation changes the key id, and with
+// it the cache entry.
+// Why: docs/decisions/0017-cached-identity-assertions.md
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../core/principal.js';
 import { canonicalIssuer } from './issuer.js';

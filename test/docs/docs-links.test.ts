@@ -102,9 +102,14 @@ describe('README.md', () => {
 });
 
 describe('docs/README.md', () => {
-  it('links every page under docs/', () => {
+  it('links every page under docs/, directly or through the README.md of a section it links', () => {
     const index = join(ROOT, 'docs', 'README.md');
-    const linked = new Set(linkTargets(readFileSync(index, 'utf8')).map((target) => linkedPath(index, target)));
+    const linksOf = (page: string) => linkTargets(readFileSync(page, 'utf8')).map((target) => linkedPath(page, target));
+    const linked = new Set(linksOf(index));
+    const isSectionIndex = (page: string | null): page is string =>
+      page !== null && page !== index && page.startsWith(join(ROOT, 'docs', '')) && page.endsWith('README.md') && existsSync(page);
+    const sectionIndexes = [...linked].filter(isSectionIndex);
+    for (const section of sectionIndexes) for (const page of linksOf(section)) linked.add(page);
     const missing = markdownFilesUnder(join(ROOT, 'docs'))
       .filter((page) => page !== index && !linked.has(page))
       .map((page) => relative(ROOT, page));

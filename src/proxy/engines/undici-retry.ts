@@ -1,20 +1,10 @@
-// The keep-alive race, and its one retry. A backend may close an idle
-// keep-alive connection at the very moment the gateway sends the next request
-// on it: the request meets a closed connection ("other side closed", a reset)
-// and nothing of an answer ever comes. The backend never read that request, so
-// sending it again on a fresh connection is what proxies do (nginx's
-// proxy_next_upstream, Envoy's retry on reset before headers, Go's transport).
-// Only when every condition holds: the connection had served a request before
-// (a failure on a fresh one is the backend's, not the race), not one byte of
-// the answer arrived, the request has no body to send again (bodies stream
-// through and are not kept), and the client is still there. Once.
+// The keep-alive race, and its one retry: a request sent on a reused connection the backend was closing meets a
+// closed connection before any answer, and is sent once more on a fresh connection.
 //
-// undici's RetryHandler does not fit: it cannot tell a reused connection from
-// a fresh one, it would send the retry to any pooled connection (one the same
-// backend may be closing too), and it re-reads every response (ranges, status
-// retries) on the proxy's hot path. Here, the pool's clients count the
-// requests each connection carried, and a handler records, per attempt,
-// whether its connection was reused and whether the answer began.
+// Invariants: retried only when the connection had served a request before, not one byte of the answer arrived, the
+// request has no body, and the client is still there; once. The pool's clients count each connection's requests,
+// and a handler records per attempt whether its connection was reused and whether the answer began.
+// Why: docs/decisions/0007-retry-the-keep-alive-race-once.md
 import { Client, type Dispatcher } from 'undici';
 import { errorCode } from '../upstream-errors.js';
 
