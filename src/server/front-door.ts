@@ -28,6 +28,7 @@ import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { renderError } from '../http/error-response.js';
 import { LOGIN_PATH, REFRESH_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
+import { hasBody } from '../http/request-body.js';
 import type { AbuseGuard } from '../limits/abuse-guard.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { LoadShedder } from '../limits/load-shedder.js';
@@ -126,8 +127,7 @@ function answer(req: IncomingMessage, res: ServerResponse, error: GatehouseError
     headers['cache-control'] = 'no-store';
   }
   // A body the client is still sending is not read: the connection closes after the answer.
-  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-  if (hasBody && !req.complete) headers.connection = 'close';
+  if (hasBody(req) && !req.complete) headers.connection = 'close';
   res.writeHead(error.status, headers);
   res.end(body);
 }
