@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { ClientAddress } from '../http/client-address.js';
-import { renderError } from '../http/error-response.js';
+import { oauthErrorOf, renderError, renderOAuthError, writeRenderedError } from '../http/error-response.js';
 import { LOGIN_PATH, REFRESH_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import { hasBody } from '../http/request-body.js';
 import type { AbuseGuard } from '../limits/abuse-guard.js';
@@ -118,16 +118,7 @@ function isPath(url: string | undefined, path: string): boolean {
 function answer(req: IncomingMessage, res: ServerResponse, error: GatehouseError): void {
   if (res.destroyed || res.headersSent) return;
   const id = requestId(req);
-  const rendered = renderError(error, id);
-  let { body } = rendered;
-  const headers = { ...rendered.headers };
-  if (req.url?.startsWith('/oauth/')) {
-    body = JSON.stringify({ error: error.oauthError, error_description: error.reason });
-    headers['content-length'] = Buffer.byteLength(body);
-    headers['cache-control'] = 'no-store';
-  }
+  const rendered = req.url?.startsWith('/oauth/') ? renderOAuthError(oauthErrorOf(error), id) : renderError(error, id);
   // A body the client is still sending is not read: the connection closes after the answer.
-  if (hasBody(req) && !req.complete) headers.connection = 'close';
-  res.writeHead(error.status, headers);
-  res.end(body);
+  writeRenderedError(res, rendered, hasBody(req) && !req.complete);
 }

@@ -1,13 +1,13 @@
 // The front door's refusals on HTTP/2: a refused request whose body is still
 // on its way (a stream left open after its headers, no Content-Length) is
-// answered as one whose body was not read, as on HTTP/1.1.
+// answered as one whose body was not read, as on HTTP/1.1. The OAuth endpoints
+// get their refusal as an OAuth error object, never cached.
 import { once } from 'node:events';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { connect, createServer, type IncomingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AbuseLimitsSchema } from '../../src/config/flood-schema.js';
-import { compileClientAddress } from '../../src/http/client-address.js';
 import { AbuseGuard } from '../../src/limits/abuse-guard.js';
 import { FrontDoor } from '../../src/server/front-door.js';
 
@@ -72,5 +72,14 @@ describe('front door refusals on HTTP/2', () => {
     const { head, answer } = await refuse('/auth/login');
     expect(answer[':status']).toBe(429);
     expect(head.connection).toBeUndefined();
+  });
+
+  it('on an OAuth endpoint: an OAuth error object with no-store and no-cache', async () => {
+    const { answer, text } = await refuse('/oauth/token', 'grant_type=password');
+    expect(answer[':status']).toBe(429);
+    expect(answer['cache-control']).toBe('no-store');
+    expect(answer.pragma).toBe('no-cache');
+    expect(answer['retry-after']).toBeDefined();
+    expect(JSON.parse(text)).toEqual({ error: 'slow_down', error_description: 'too many refused requests from this address' });
   });
 });
