@@ -9,8 +9,6 @@ const QUIT_TIMEOUT_MS = 1_000;
 /** A down Redis errors on every reconnect attempt; one warning per interval is enough. */
 const CONNECTION_WARNING_INTERVAL_MS = 10_000;
 
-export { withinDeadline };
-
 export async function quitOrDisconnect(connection: RedisClient): Promise<void> {
   try {
     // QUIT lets answers already on their way arrive; a dead connection
