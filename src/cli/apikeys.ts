@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
 import { pino } from 'pino';
+import { revokeKeyAndEndSessions } from '../account/revoke-api-key.js';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { StoreConfig } from '../config/schema.js';
 import { isApiKeyActive, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
@@ -219,7 +220,5 @@ async function revokeStoreKey(keys: StoreApiKeys, store: Store, data: UsersFileD
   const key = await keys.find(keyId);
   const owner = key && Object.entries(data.users).find(([, user]) => user.id === key.sub);
   if (!key || !owner) return undefined;
-  await keys.revoke({ sub: key.sub, username: owner[0] }, keyId);
-  for (const session of await store.listSessions(key.sub)) if (session.apiKeyId === keyId) await store.revokeSession(session.sid);
-  return owner[0];
+  return (await revokeKeyAndEndSessions(keys, store, { sub: key.sub, username: owner[0] }, keyId)) ? owner[0] : undefined;
 }
