@@ -77,14 +77,13 @@ export class FrontDoor {
           headers: { 'retry-after': String(load.retryAfterS) },
         });
         // Not the address's doing: no strike. Held all the same, so a flood that waits for its answers slows down.
-        abuse.hold(address, () => answer(req, res, refusal));
+        abuse.answerRefusal(address, () => answer(req, res, refusal), { strike: false, hold: 'always' });
         return true;
       }
       if (req.method !== 'POST' || !isLogin(req.url) || !passwordHashing.refusesSuspect(address)) return false;
       error = gatehouseError('login_queue_full', { headers: { 'retry-after': String(passwordHashing.retryAfterS) } });
     }
-    abuse.strike(address);
-    abuse.hold(address, () => answer(req, res, error));
+    abuse.answerRefusal(address, () => answer(req, res, error), { strike: true, hold: 'always' });
     return true;
   }
 
