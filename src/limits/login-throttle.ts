@@ -7,7 +7,7 @@
 //   password slows to a crawl. A success clears the pair.
 // - an address that fails `failuresPerAddress` times in the window, whatever
 //   the usernames (spraying) and with refresh tokens too, is blocked for
-//   `addressBlockS`.
+//   `addressBlockS` (address-refusals.ts: the policy logout tokens share).
 // - a username that fails `failuresPerUsername` times from all addresses
 //   together (distributed guessing) is guarded: from then on, until the
 //   window ends, only addresses with no recent failure may try it. Each
@@ -21,6 +21,7 @@
 import { createHash } from 'node:crypto';
 import type { LoginLimitsConfig } from '../config/schema.js';
 import { RateLimiterRes } from 'rate-limiter-flexible';
+import { AddressRefusals } from './address-refusals.js';
 import { limiterCall, msLeft, tooManyRequests, type Limiter, type LimiterFactory } from './limiters.js';
 
 /** Enough for any count that matters: the counters below never refuse by themselves. */
@@ -42,7 +43,7 @@ export class LoginThrottle {
   readonly #limits: LoginLimitsConfig;
   readonly #pairFailures: Limiter;
   readonly #pairWait: Limiter;
-  readonly #addressFailures: Limiter;
+  readonly #addressFailures: AddressRefusals;
   readonly #usernameFailures: Limiter;
 
   constructor(limits: LoginLimitsConfig, limiters: LimiterFactory) {
@@ -51,13 +52,7 @@ export class LoginThrottle {
     this.#pairFailures = limiters.create({ name: PAIR_FAILURES, points: UNBOUNDED, durationS: window });
     // Only ever set by block(): one point is never consumed.
     this.#pairWait = limiters.create({ name: PAIR_WAIT, points: 1, durationS: 1 });
-    // The failure that reaches failuresPerAddress is the one beyond `points`: it starts the block.
-    this.#addressFailures = limiters.create({
-      name: ADDRESS_FAILURES,
-      points: limits.failuresPerAddress - 1,
-      durationS: window,
-      blockDurationS: limits.addressBlockS,
-    });
+    this.#addressFailures = new AddressRefusals(ADDRESS_FAILURES, limits, limiters);
     this.#usernameFailures = limiters.create({ name: USERNAME_FAILURES, points: UNBOUNDED, durationS: window });
   }
 
@@ -70,7 +65,7 @@ export class LoginThrottle {
     if (!this.enabled) return;
     const user = usernameKey(username);
     const [byAddress, wait, byUsername] = await Promise.all([
-      this.#get(this.#addressFailures, address),
+      this.#addressFailures.get(address),
       this.#get(this.#pairWait, `${user}:${address}`),
       this.#get(this.#usernameFailures, user),
     ]);
@@ -85,7 +80,7 @@ export class LoginThrottle {
   /** Throws a 429 when this address may not present refresh tokens now. */
   async checkRefresh(address: string): Promise<void> {
     if (!this.enabled) return;
-    this.#refuseBlockedAddress(await this.#get(this.#addressFailures, address));
+    this.#refuseBlockedAddress(await this.#addressFailures.get(address));
   }
 
   /** Counts a failed login; tells what it started, if anything. */
@@ -93,9 +88,9 @@ export class LoginThrottle {
     if (!this.enabled) return undefined;
     const user = usernameKey(username);
     const pair = `${user}:${address}`;
-    const [byPair, byAddress, byUsername] = await Promise.all([
+    const [byPair, addressBlocked, byUsername] = await Promise.all([
       limiterCall(() => this.#pairFailures.penalty(pair)),
-      limiterCall(() => this.#addressFailures.consume(address)),
+      this.#addressFailures.refused(address),
       limiterCall(() => this.#usernameFailures.penalty(user)),
     ]);
     const beyondFree = byPair.consumedPoints - this.#limits.freeFailures;
@@ -104,7 +99,7 @@ export class LoginThrottle {
       const waitS = Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS);
       await limiterCall(() => this.#pairWait.block(pair, waitS));
     }
-    if (byAddress.consumedPoints === this.#limits.failuresPerAddress) return 'address_blocked';
+    if (addressBlocked) return 'address_blocked';
     if (beyondFree > 0) return 'pair_wait';
     if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return 'username_guarded';
     return undefined;
@@ -113,8 +108,7 @@ export class LoginThrottle {
   /** Counts an invalid refresh token against its address; true when that blocked the address. */
   async refreshFailed(address: string): Promise<boolean> {
     if (!this.enabled) return false;
-    const byAddress = await limiterCall(() => this.#addressFailures.consume(address));
-    return byAddress.consumedPoints === this.#limits.failuresPerAddress;
+    return this.#addressFailures.refused(address);
   }
 
   /** A success clears the pair's failures and wait: the user's own typos do not pile up. */
@@ -125,7 +119,7 @@ export class LoginThrottle {
   }
 
   #refuseBlockedAddress(byAddress: RateLimiterRes | null): void {
-    const blockedMs = byAddress && byAddress.consumedPoints >= this.#limits.failuresPerAddress ? msLeft(byAddress) : 0;
+    const blockedMs = this.#addressFailures.blockedMs(byAddress);
     if (blockedMs > 0) throw tooManyRequests(blockedMs, 'too many failed attempts from this address');
   }
 
