@@ -17,6 +17,7 @@ import { isUserMadeKey, type ApiKeyRecord } from '../identity/users-file.js';
 import type { SessionRecord, Store } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { ApiKeyDirectory, KeyOwner } from './api-key-directory.js';
+import { revokeKeyAndEndSessions } from './revoke-api-key.js';
 
 export interface AccountServiceOptions {
   identity: LocalIdentityProvider;
@@ -118,13 +119,14 @@ export class AccountService {
   async revokeKey(principal: Principal, keyId: string): Promise<void> {
     const { keys, fileKeys, store, logger } = this.#options;
     const owner = this.#owner(principal);
-    const revoked = await this.#stored(async () => (await keys.revoke(owner, keyId)) || (keys !== fileKeys && (await fileKeys.revoke(owner, keyId))));
+    const revoked = await this.#stored(
+      async () =>
+        (await revokeKeyAndEndSessions(keys, store, owner, keyId)) || (keys !== fileKeys && (await revokeKeyAndEndSessions(fileKeys, store, owner, keyId))),
+    );
     if (!revoked) {
       const operators = this.#operatorKeys(principal).some((key) => key.id === keyId);
       throw gatehouseError(operators ? 'api_key_managed_by_operator' : 'api_key_not_found');
     }
-    const sessions = await this.#stored(() => store.listSessions(principal.sub));
-    await this.#stored(() => Promise.all(sessions.filter((session) => session.apiKeyId === keyId).map((session) => store.revokeSession(session.sid))));
     logger.info({ event: 'api_key_revoked', sub: principal.sub, apiKeyId: keyId, by: 'account' }, 'API key revoked by its user');
   }
 

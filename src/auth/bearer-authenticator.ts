@@ -45,7 +45,6 @@ type Incrementer = { inc(): void };
 type DpopRefusal = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
 const NO_COUNT: Incrementer = { inc() {} };
 
-export { SESSION_ENDED };
 export const INACTIVE = 'user or API key no longer active';
 export const BOUND_AS_BEARER = 'a DPoP-bound token needs the DPoP scheme and a proof';
 export const NOT_BOUND = 'the token is not DPoP-bound';

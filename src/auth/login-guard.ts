@@ -30,8 +30,8 @@ export interface AttemptContext {
   dpopThumbprint?: string;
 }
 
-/** Who a login or refresh admitted, for the success line. */
-export interface Admitted {
+/** Who a login or refresh let in, for the success line (not the proxy's `Admitted`: what admission establishes for a request). */
+export interface LoginSuccess {
   username: string;
   sub: string;
   sid: string;
@@ -56,7 +56,7 @@ export interface LoginSteps<C, T> {
    * (the credential went away meanwhile) is a refusal that is audited, not a
    * guess that is counted.
    */
-  start(checked: C): Promise<{ result: T; admitted: Admitted }>;
+  start(checked: C): Promise<{ result: T; admitted: LoginSuccess }>;
 }
 
 export class LoginGuard {
@@ -86,7 +86,7 @@ export class LoginGuard {
       throw error;
     }
     await this.#throttle.loginSucceeded(username, context.address);
-    let started: { result: T; admitted: Admitted };
+    let started: { result: T; admitted: LoginSuccess };
     try {
       started = await steps.start(checked);
     } catch (error) {
@@ -98,10 +98,10 @@ export class LoginGuard {
   }
 
   /** Spec 4.2: a refresh token the mode refuses (`invalid_refresh_token`) counts against the address, unless it bears our valid signature. */
-  async refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: Admitted }>): Promise<T> {
+  async refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
     const facts: AuditFacts = { method: 'refresh', ...attemptFacts(context) };
     await this.#audit.throttleChecked(() => this.#throttle.checkRefresh(context.address), facts);
-    let renewed: { result: T; admitted: Admitted };
+    let renewed: { result: T; admitted: LoginSuccess };
     try {
       renewed = await renew();
     } catch (error) {
@@ -123,7 +123,7 @@ function attemptFacts(context: AttemptContext): Pick<AuditFacts, 'address' | 're
   return { address: context.address, requestId: context.requestId, traceId: context.traceId };
 }
 
-function successFacts(facts: AuditFacts, admitted: Admitted): AuditFacts {
+function successFacts(facts: AuditFacts, admitted: LoginSuccess): AuditFacts {
   return { ...facts, ...(admitted.method && { method: admitted.method }), username: admitted.username, sub: admitted.sub, sid: admitted.sid };
 }
 

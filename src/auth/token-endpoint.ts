@@ -2,9 +2,10 @@
 // document, so stock OAuth/OIDC client libraries work against Gatehouse. It
 // shares AuthService with the spec's JSON endpoints; only the wire format
 // differs: form-encoded requests, RFC 6749 5.2 error objects.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ClientAddress } from '../http/client-address.js';
-import { toGatehouseError } from '../http/error-response.js';
+import { sendOAuthError } from '../http/error-handler.js';
+import { oauthErrorOf, toGatehouseError, type OAuthErrorObject } from '../http/error-response.js';
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
@@ -31,7 +32,7 @@ export interface TokenEndpointOptions {
   dpop?: TokenRequestProofs;
 }
 
-class OAuthError extends Error {
+class OAuthError extends Error implements OAuthErrorObject {
   constructor(
     readonly error: string,
     readonly description: string,
@@ -59,7 +60,7 @@ function required(params: Record<string, string>, name: string): string {
   return value;
 }
 
-function toOAuthError(error: unknown): OAuthError {
+function toOAuthError(error: unknown): OAuthErrorObject {
   if (error instanceof OAuthError) return error;
   if ((error as { code?: string }).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new OAuthError('invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
@@ -74,7 +75,7 @@ function toOAuthError(error: unknown): OAuthError {
       return new OAuthError('invalid_request', gatehouse.reason);
     default:
       return gatehouse.expose
-        ? new OAuthError(gatehouse.oauthError, gatehouse.reason, gatehouse.status, gatehouse.headers)
+        ? oauthErrorOf(gatehouse)
         : new OAuthError(
             gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error',
             'the request could not be served',
@@ -82,15 +83,6 @@ function toOAuthError(error: unknown): OAuthError {
             gatehouse.headers,
           );
   }
-}
-
-function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
-  return reply
-    .code(error.status)
-    .headers(error.headers)
-    .header('cache-control', 'no-store')
-    .header('pragma', 'no-cache')
-    .send({ error: error.error, error_description: error.description });
 }
 
 export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpointOptions): Promise<void> {

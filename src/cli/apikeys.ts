@@ -5,21 +5,16 @@
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../identity/api-keys.js';
 import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
-import { pino } from 'pino';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { StoreConfig } from '../config/schema.js';
 import { isApiKeyActive, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
 import { addApiKey, getUser, revokeApiKey, findApiKey } from '../identity/users-changes.js';
-import { createStore } from '../store/create-store.js';
-import { withinDeadline } from '../core/deadline.js';
+import { revokeKeyAndEndSessions } from '../account/revoke-api-key.js';
 import type { Store } from '../store/store.js';
-import { redactStoreUrl } from '../store/store-url.js';
-import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
+import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, printable, writeJson, type CliIo } from './io.js';
+import { withStore } from './store-session.js';
 import { withUsers } from './users-access.js';
-
-/** How long a command waits for the configured Redis before it says it cannot reach it. */
-const STORE_ANSWER_TIMEOUT_MS = 3_000;
 
 export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
   name: 'apikeys',
@@ -200,18 +195,9 @@ function describeScope(scope: ApiKeyRecord['scope'] | null): string {
   return parts.length > 0 ? parts.join(' ') : 'all';
 }
 
-/** The store's keys (and the store, to end sessions) for one command; closed afterwards. */
+/** The store's keys (and the store, to end sessions) for one command; a command must not act on half the keys. */
 async function withStoreKeys<T>(config: StoreConfig, use: (keys: StoreApiKeys, store: Store) => Promise<T>): Promise<T> {
-  const store = await createStore(config, pino({ enabled: false }));
-  try {
-    // createStore starts even without an answer (a gateway waits for Redis); a command must not act on half the keys.
-    await withinDeadline(store.ping(), STORE_ANSWER_TIMEOUT_MS).catch((error: unknown) => {
-      throw new CliError(`cannot reach the store at ${redactStoreUrl(config.url!)} (${(error as Error).message}): the keys users made there cannot be read`);
-    });
-    return await use(new StoreApiKeys(store.apiKeys!), store);
-  } finally {
-    await store.close();
-  }
+  return withStore(config, 'the keys users made there cannot be read', (store) => use(new StoreApiKeys(store.apiKeys!), store));
 }
 
 /** Deletes a store-held key and ends the sessions it opened (announced to every gateway); its owner's name, or undefined. */
@@ -219,7 +205,5 @@ async function revokeStoreKey(keys: StoreApiKeys, store: Store, data: UsersFileD
   const key = await keys.find(keyId);
   const owner = key && Object.entries(data.users).find(([, user]) => user.id === key.sub);
   if (!key || !owner) return undefined;
-  await keys.revoke({ sub: key.sub, username: owner[0] }, keyId);
-  for (const session of await store.listSessions(key.sub)) if (session.apiKeyId === keyId) await store.revokeSession(session.sid);
-  return owner[0];
+  return (await revokeKeyAndEndSessions(keys, store, { sub: key.sub, username: owner[0] }, keyId)) ? owner[0] : undefined;
 }

@@ -5,18 +5,12 @@
 // command only reads and changes the users: seeding a new store, and marking
 // one that lost its users, are the gateways' (identity/store-users.ts).
 import { pino } from 'pino';
-import { withinDeadline } from '../core/deadline.js';
 import { StoreUsers } from '../identity/store-users.js';
 import type { UsersFileData } from '../identity/users-file.js';
 import { fileUsersSource, type UsersChange } from '../identity/users-source.js';
-import { createStore } from '../store/create-store.js';
-import type { Store } from '../store/store.js';
-import { redactStoreUrl } from '../store/store-url.js';
 import { CliError, writeLine } from './command.js';
 import type { CliIo } from './io.js';
-
-/** How long a command waits for the configured Redis before it says it cannot reach it. */
-const STORE_ANSWER_TIMEOUT_MS = 3_000;
+import { withStore } from './store-session.js';
 
 export interface UsersAccess {
   /** Where the users are, as messages name it: the users file's path, or "the store". */
@@ -34,14 +28,8 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
     const file = fileUsersSource(io.usersFile, silent);
     return use({ where: io.usersFile, read: async () => (await file.read()).data, change: (change) => file.change(change), store: undefined });
   }
-  const url = io.store?.url;
-  if (!url || !io.store) throw new CliError('identity.usersIn is store, but no store.url is configured');
-  const store: Store = await createStore(io.store, silent);
-  try {
-    // createStore starts even without an answer (a gateway waits for Redis); a command must not act on users it cannot read.
-    await withinDeadline(store.ping(), STORE_ANSWER_TIMEOUT_MS).catch((error: unknown) => {
-      throw new CliError(`cannot reach the store at ${redactStoreUrl(url)} (${(error as Error).message}): the users live there (identity.usersIn: store)`);
-    });
+  if (!io.store?.url) throw new CliError('identity.usersIn is store, but no store.url is configured');
+  return withStore(io.store, 'the users live there (identity.usersIn: store)', async (store) => {
     const users = new StoreUsers({ records: store.users!, onFeedResumed: () => () => {}, logger: silent });
     // A command never seeds the store (a gateway's first start does) and never marks it: it tells what it found.
     const { records, marker } = await store.users!.state();
@@ -50,8 +38,6 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
     } else if (marker === null && records.size === 0) {
       writeLine(io.stderr, `the store was never seeded: a gateway's first start reads ${io.usersFile} into it if that file exists (no file is needed)`);
     }
-    return await use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
-  } finally {
-    await store.close();
-  }
+    return use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
+  });
 }

@@ -5,10 +5,9 @@
 // exist and be writable so that the first start can create it; with Redis,
 // the journal's folder must be writable or creatable. Read-only:
 // nothing here creates, writes or locks a file.
-import { createPrivateKey } from 'node:crypto';
 import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { readTlsMaterial, TlsMaterialError } from '../http/tls-material.js';
+import { privateKeyIn, readPemFile, readTlsMaterial, TlsMaterialError } from '../files/tls-material.js';
 import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
 import type { ConfiguredFiles } from './load.js';
 
@@ -82,16 +81,18 @@ function tlsProblems(files: { certFile: string; keyFile: string; caFile?: string
 
 /** The client's key for private_key_jwt: a readable PKCS#8 PEM private key (never quoted back: it is a secret). */
 function privateKeyProblems(file: string): string[] {
-  let pem: string;
+  let pem: Buffer;
   try {
-    pem = readFileSync(file, 'utf8');
+    pem = readPemFile(file, 'keyFile');
   } catch (error) {
-    return [`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`];
+    if (!(error instanceof TlsMaterialError)) throw error;
+    return [error.message];
   }
+  // Stricter than a TLS key: jose signs the assertions with a PKCS#8 key only.
   const notPkcs8 = `${file} is not a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----)`;
   if (!pem.includes('-----BEGIN PRIVATE KEY-----')) return [notPkcs8];
   try {
-    createPrivateKey(pem);
+    privateKeyIn(pem, file);
   } catch {
     return [notPkcs8];
   }

@@ -1,14 +1,12 @@
 // The PEM files of TLS to upstreams (`proxy.upstreamTls`, each route's
 // `tls`): resolved against the config file's folder, then judged before
-// anything binds, at start as at each reload: every file readable, every CA
-// bundle and certificate parseable, every key a private key, and each client
-// key the one of its certificate. Never quotes a key.
-import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+// anything binds, at start as at each reload, by the one TLS material reader
+// (files/tls-material.ts) that the proxy reads them with: every file
+// readable, every certificate parseable, every key a private key and the one
+// of its certificate, OpenSSL accepting the set. Never quotes a key.
 import { isAbsolute, resolve } from 'node:path';
 import type { Config } from '../config/schema.js';
-
-type FileField = 'caFile' | 'certFile' | 'keyFile';
+import { certificatesIn, checkKeyOf, checkOpenSslAccepts, privateKeyIn, readCertificates, readPemFile, TlsMaterialError } from '../files/tls-material.js';
 
 interface TlsFiles {
   caFile?: string | undefined;
@@ -39,50 +37,27 @@ export function resolveUpstreamTlsFiles(config: Config, baseDir: string): void {
 export function upstreamTlsProblems(config: Config): string[] {
   const problems: string[] = [];
   for (const [at, files] of settingsOf(config)) {
-    const fault = (field: FileField, problem: string) => problems.push(`${at}.${field}: ${problem}`);
-    const ca = files.caFile === undefined ? undefined : readPem(files.caFile, (p) => fault('caFile', p));
-    if (ca !== undefined && certificates(ca).length === 0) fault('caFile', `${files.caFile} holds no valid PEM certificate`);
-    if (files.certFile === undefined || files.keyFile === undefined) continue;
-    const cert = readPem(files.certFile, (p) => fault('certFile', p));
-    const key = readPem(files.keyFile, (p) => fault('keyFile', p));
-    const leaf = cert === undefined ? undefined : certificates(cert)[0];
-    if (cert !== undefined && leaf === undefined) fault('certFile', `${files.certFile} holds no valid PEM certificate`);
-    const privateKey = key === undefined ? undefined : parseKey(key);
-    if (key !== undefined && privateKey === undefined) fault('keyFile', `${files.keyFile} is not an unencrypted PEM private key`);
-    if (leaf !== undefined && privateKey !== undefined && !leaf.checkPrivateKey(privateKey)) {
-      fault('keyFile', `${files.keyFile} is not the private key of the certificate in ${files.certFile}`);
-    }
+    // Each file judged on its own, so that every one at fault is named, not only the first.
+    const judged = <T>(judge: () => T): T | undefined => {
+      try {
+        return judge();
+      } catch (error) {
+        if (!(error instanceof TlsMaterialError)) throw error;
+        problems.push(`${at}.${error.file}: ${error.message}`);
+        return undefined;
+      }
+    };
+    const { caFile, certFile, keyFile } = files;
+    const ca = caFile === undefined ? undefined : judged(() => readCertificates(caFile, 'caFile'));
+    if (caFile !== undefined && ca !== undefined) judged(() => checkOpenSslAccepts({ ca }, { caFile }));
+    if (certFile === undefined || keyFile === undefined) continue;
+    const cert = judged(() => readPemFile(certFile, 'certFile'));
+    const leaf = cert === undefined ? undefined : judged(() => certificatesIn(cert, certFile, 'certFile')[0]);
+    const key = judged(() => readPemFile(keyFile, 'keyFile'));
+    const privateKey = key === undefined ? undefined : judged(() => privateKeyIn(key, keyFile));
+    if (leaf === undefined || privateKey === undefined) continue;
+    const paired = judged(() => (checkKeyOf(leaf, privateKey, { certFile, keyFile }), true));
+    if (paired === true) judged(() => checkOpenSslAccepts({ cert, key, ca }, { certFile, keyFile, caFile }));
   }
   return problems;
-}
-
-function readPem(file: string, fault: (problem: string) => void): Buffer | undefined {
-  try {
-    return readFileSync(file);
-  } catch (error) {
-    fault(`cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-    return undefined;
-  }
-}
-
-/** The certificates of a PEM bundle that parse, in order. */
-function certificates(pem: Buffer): X509Certificate[] {
-  const blocks = pem.toString('latin1').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-  const parsed: X509Certificate[] = [];
-  for (const block of blocks) {
-    try {
-      parsed.push(new X509Certificate(block));
-    } catch {
-      return [];
-    }
-  }
-  return parsed;
-}
-
-function parseKey(pem: Buffer): KeyObject | undefined {
-  try {
-    return createPrivateKey(pem);
-  } catch {
-    return undefined;
-  }
 }

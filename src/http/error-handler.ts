@@ -3,12 +3,18 @@
 // out as they are; server errors go out generic, with the detail in the log.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { renderError, toGatehouseError } from './error-response.js';
+import { renderError, renderOAuthError, toGatehouseError, type OAuthErrorObject } from './error-response.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 
 /** The Fastify adapter of the one error writer (X-Request-Id is already on the reply). */
 export function sendError(reply: FastifyReply, error: GatehouseError): FastifyReply {
   const { status, headers, body } = renderError(error);
+  return reply.code(status).headers(headers).send(body);
+}
+
+/** The Fastify adapter for the OAuth endpoints' error objects (RFC 6749 5.2). */
+export function sendOAuthError(reply: FastifyReply, error: OAuthErrorObject): FastifyReply {
+  const { status, headers, body } = renderOAuthError(error);
   return reply.code(status).headers(headers).send(body);
 }
 

@@ -3,7 +3,8 @@
 // and a `$diagnoses` body here, whichever way it leaves: a Fastify reply (the
 // gateway's own endpoints, error-handler.ts), a node:http response (the
 // proxy), or a raw socket (a refused WebSocket upgrade, a request Node's
-// parser refused). The adapters below only carry the rendered response out.
+// parser refused). The OAuth endpoints' error objects (RFC 6749 5.2) are
+// rendered here too, with one header set. The adapters only carry it out.
 import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError } from 'fastify';
@@ -58,16 +59,50 @@ export function renderError(error: GatehouseError, requestId?: string): ErrorRes
   return { status: error.status, headers, body };
 }
 
+/** An OAuth error object (RFC 6749 5.2): what the token, introspection, revocation and back-channel logout endpoints answer. */
+export interface OAuthErrorObject {
+  readonly status: number;
+  /** The RFC 6749 5.2 `error` code (`invalid_grant`, `invalid_client`…). */
+  readonly error: string;
+  readonly description: string;
+  /** Kept from the gateway's error: a refusal's Retry-After or WWW-Authenticate still reaches the client. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * RFC 6749 5.1 requires `Cache-Control: no-store` and `Pragma: no-cache` on the
+ * token endpoint's answers; an error (5.2) is one of them, and the other OAuth
+ * endpoints answer in its format: every OAuth error carries both.
+ */
+const OAUTH_NO_CACHE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
+
+/** A GatehouseError as an OAuth error object: its `oauthError` code and its reason. */
+export function oauthErrorOf(error: GatehouseError): OAuthErrorObject {
+  return { status: error.status, error: error.oauthError, description: error.reason, headers: error.headers };
+}
+
+/** The response an OAuth error becomes: `{error, error_description}`, never cached. */
+export function renderOAuthError(error: OAuthErrorObject, requestId?: string): ErrorResponse {
+  const body = JSON.stringify({ error: error.error, error_description: error.description });
+  const headers: OutgoingHttpHeaders = { ...error.headers, ...OAUTH_NO_CACHE, 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body) };
+  if (requestId !== undefined) headers['x-request-id'] = requestId;
+  return { status: error.status, headers, body };
+}
+
 /**
  * Answers a node:http response with the error. `closeConnection` when the
  * request body was not read: Node would otherwise drain it or stall the
  * connection for the next request.
  */
 export function writeErrorResponse(res: ServerResponse, error: GatehouseError, requestId: string, closeConnection: boolean): void {
-  const { status, headers, body } = renderError(error, requestId);
-  if (closeConnection) headers.connection = 'close';
-  res.writeHead(status, headers);
-  res.end(body);
+  writeRenderedError(res, renderError(error, requestId), closeConnection);
+}
+
+/** Answers a node:http response with an error already rendered (either format); `closeConnection` as above. */
+export function writeRenderedError(res: ServerResponse, rendered: ErrorResponse, closeConnection: boolean): void {
+  const headers = closeConnection ? { ...rendered.headers, connection: 'close' } : rendered.headers;
+  res.writeHead(rendered.status, headers);
+  res.end(rendered.body);
 }
 
 /** Answers a connection that no node:http response owns (an upgrade, an unparsable request), then closes it. */

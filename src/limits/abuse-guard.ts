@@ -131,6 +131,18 @@ export class AbuseGuard extends EventEmitter<AbuseGuardEvents> {
     }, this.#limits.holdMs).unref();
   }
 
+  /**
+   * The one tarpit, for every refusal of an address's work (the front door's,
+   * admission's): `strike` counts the refusal against the address first; the
+   * answer is held `holdMs` when `hold` is `always`, or when it is `earned` and
+   * the address has `holdAfterStrikes` strikes, and given at once otherwise.
+   */
+  answerRefusal(address: string, answer: () => void, how: { strike: boolean; hold: 'always' | 'earned' }): void {
+    if (how.strike) this.strike(address);
+    if (how.hold === 'always' || this.holdsRefusals(address)) this.hold(address, answer);
+    else answer();
+  }
+
   /** Seconds a refused client should wait: the rest of its refusal. */
   get retryAfterS(): number {
     return Math.ceil(this.#limits.refuseForMs / 1000);

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { LoginLimitsConfig } from '../config/schema.js';
 import { RateLimiterRes } from 'rate-limiter-flexible';
+import { AddressRefusals } from './address-refusals.js';
 import { limiterCall, msLeft, tooManyRequests, type Limiter, type LimiterFactory } from './limiters.js';
 
 /** Enough for any count that matters: the counters below never refuse by themselves. */
@@ -29,7 +30,7 @@ export class LoginThrottle {
   readonly #limits: LoginLimitsConfig;
   readonly #pairFailures: Limiter;
   readonly #pairWait: Limiter;
-  readonly #addressFailures: Limiter;
+  readonly #addressFailures: AddressRefusals;
   readonly #usernameFailures: Limiter;
 
   constructor(limits: LoginLimitsConfig, limiters: LimiterFactory) {
@@ -38,13 +39,7 @@ export class LoginThrottle {
     this.#pairFailures = limiters.create({ name: PAIR_FAILURES, points: UNBOUNDED, durationS: window });
     // Only ever set by block(): one point is never consumed.
     this.#pairWait = limiters.create({ name: PAIR_WAIT, points: 1, durationS: 1 });
-    // The failure that reaches failuresPerAddress is the one beyond `points`: it starts the block.
-    this.#addressFailures = limiters.create({
-      name: ADDRESS_FAILURES,
-      points: limits.failuresPerAddress - 1,
-      durationS: window,
-      blockDurationS: limits.addressBlockS,
-    });
+    this.#addressFailures = new AddressRefusals(ADDRESS_FAILURES, limits, limiters);
     this.#usernameFailures = limiters.create({ name: USERNAME_FAILURES, points: UNBOUNDED, durationS: window });
   }
 
@@ -57,7 +52,7 @@ export class LoginThrottle {
     if (!this.enabled) return;
     const user = usernameKey(username);
     const [byAddress, wait, byUsername] = await Promise.all([
-      this.#get(this.#addressFailures, address),
+      this.#addressFailures.get(address),
       this.#get(this.#pairWait, `${user}:${address}`),
       this.#get(this.#usernameFailures, user),
     ]);
@@ -72,7 +67,7 @@ export class LoginThrottle {
   /** Throws a 429 when this address may not present refresh tokens now. */
   async checkRefresh(address: string): Promise<void> {
     if (!this.enabled) return;
-    this.#refuseBlockedAddress(await this.#get(this.#addressFailures, address));
+    this.#refuseBlockedAddress(await this.#addressFailures.get(address));
   }
 
   /** Counts a failed login; tells what it started, if anything. */
@@ -80,9 +75,9 @@ export class LoginThrottle {
     if (!this.enabled) return undefined;
     const user = usernameKey(username);
     const pair = `${user}:${address}`;
-    const [byPair, byAddress, byUsername] = await Promise.all([
+    const [byPair, addressBlocked, byUsername] = await Promise.all([
       limiterCall(() => this.#pairFailures.penalty(pair)),
-      limiterCall(() => this.#addressFailures.consume(address)),
+      this.#addressFailures.refused(address),
       limiterCall(() => this.#usernameFailures.penalty(user)),
     ]);
     const beyondFree = byPair.consumedPoints - this.#limits.freeFailures;
@@ -91,7 +86,7 @@ export class LoginThrottle {
       const waitS = Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS);
       await limiterCall(() => this.#pairWait.block(pair, waitS));
     }
-    if (byAddress.consumedPoints === this.#limits.failuresPerAddress) return 'address_blocked';
+    if (addressBlocked) return 'address_blocked';
     if (beyondFree > 0) return 'pair_wait';
     if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return 'username_guarded';
     return undefined;
@@ -100,8 +95,7 @@ export class LoginThrottle {
   /** Counts an invalid refresh token against its address; true when that blocked the address. */
   async refreshFailed(address: string): Promise<boolean> {
     if (!this.enabled) return false;
-    const byAddress = await limiterCall(() => this.#addressFailures.consume(address));
-    return byAddress.consumedPoints === this.#limits.failuresPerAddress;
+    return this.#addressFailures.refused(address);
   }
 
   /** A success clears the pair's failures and wait: the user's own typos do not pile up. */
@@ -112,7 +106,7 @@ export class LoginThrottle {
   }
 
   #refuseBlockedAddress(byAddress: RateLimiterRes | null): void {
-    const blockedMs = byAddress && byAddress.consumedPoints >= this.#limits.failuresPerAddress ? msLeft(byAddress) : 0;
+    const blockedMs = this.#addressFailures.blockedMs(byAddress);
     if (blockedMs > 0) throw tooManyRequests(blockedMs, 'too many failed attempts from this address');
   }
 

@@ -5,6 +5,7 @@
 // and 429 for an address past its refused tokens (limits/logout-token-throttle.ts).
 // A provider or store that cannot be reached is a 5xx: the provider may retry.
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { sendOAuthError } from '../http/error-handler.js';
 import { toGatehouseError } from '../http/error-response.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { BACKCHANNEL_LOGOUT_PATH } from '../http/gateway-paths.js';
@@ -18,8 +19,8 @@ export interface BackchannelLogoutRouteOptions {
   bodyLimitBytes: number;
 }
 
-function send(reply: FastifyReply, status: number, error: string, description: string): FastifyReply {
-  return reply.code(status).header('cache-control', 'no-store').send({ error, error_description: description });
+function send(reply: FastifyReply, status: number, error: string, description: string, headers?: Readonly<Record<string, string>>): FastifyReply {
+  return sendOAuthError(reply, { status, error, description, headers });
 }
 
 /** The one `logout_token` of a form body; anything else is refused. */
@@ -37,14 +38,15 @@ export async function backchannelLogoutRoute(app: FastifyInstance, options: Back
 
   app.setErrorHandler((error, request, reply) => {
     const gatehouse = toGatehouseError(error);
-    if (gatehouse.status === 429) return send(reply.headers(gatehouse.headers), 429, 'too_many_requests', gatehouse.reason);
+    if (gatehouse.status === 429) return send(reply, 429, 'too_many_requests', gatehouse.reason, gatehouse.headers);
     if (gatehouse.status < 500) return send(reply, 400, 'invalid_request', 'a form-encoded body with logout_token is required');
     request.log.error({ err: error }, 'back-channel logout failed');
     return send(
-      reply.headers(gatehouse.headers),
+      reply,
       gatehouse.status,
       gatehouse.status === 503 ? 'temporarily_unavailable' : 'server_error',
       'the logout could not be done now',
+      gatehouse.headers,
     );
   });
 

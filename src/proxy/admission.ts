@@ -20,6 +20,7 @@ import type { ProxyRoutes } from './proxy-routes.js';
 import { resolveRoute, type CompiledRoute } from '../routing/route-table.js';
 import type { HeaderPolicy } from './upstream-headers.js';
 import type { RouteLimits } from '../limits/route-limits.js';
+import type { AbuseGuard } from '../limits/abuse-guard.js';
 
 export interface AdmissionOptions {
   /** The routes in force now (reloads swap them whole). */
@@ -37,7 +38,7 @@ export interface AdmissionOptions {
    * of an address that keeps sending them are held before they are answered (limits/abuse-guard.ts). Cached
    * tokens never reach it.
    */
-  abuse?: { strike(address: string): void; holdsRefusals(address: string): boolean; hold(address: string, answer: () => void): void };
+  abuse?: Pick<AbuseGuard, 'answerRefusal'>;
 }
 
 /** What admission establishes; the caller's own record carries it (see `admit`). */
@@ -113,11 +114,8 @@ export class Admission {
         const abuse = this.#abuse;
         // A bad DPoP proof counts as a bad token: each costs a signature check, and a flood of them (with one stolen token) is the same abuse.
         if (abuse === undefined || !isGatehouseError(error) || (error.code !== 'invalid_bearer_token' && error.code !== 'invalid_dpop_proof')) throw error;
-        const address = this.#clientAddress.of(req);
-        abuse.strike(address);
-        if (!abuse.holdsRefusals(address)) throw error;
         // A tarpit, as sshd delays a failed authentication: a client that keeps presenting bad tokens gets each 401 late.
-        return new Promise<void>((_, reject) => abuse.hold(address, () => reject(error)));
+        return new Promise<void>((_, reject) => abuse.answerRefusal(this.#clientAddress.of(req), () => reject(error), { strike: true, hold: 'earned' }));
       },
     );
   }

@@ -2,13 +2,14 @@
 // certificates it trusts (the system's CAs, or the configured bundle in their
 // place), the name it asks for (SNI, and the name the certificate must hold),
 // the client certificate it shows (mTLS to the backend), and whether it may
-// speak HTTP/2. Read from the files once per (re)load of the routes, never per
-// request; the files were checked before (config-load/upstream-tls-files.ts).
+// speak HTTP/2. Read once per (re)load of the routes, never per request, by
+// the one TLS material reader (files/tls-material.ts) that checked them
+// before (config-load/upstream-tls-files.ts): a file changed since is judged again.
 //
 // Nothing here ever turns verification off: a certificate that does not
 // verify fails the request (502), it is never sent in the clear instead.
-import { createHash, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createHash, type X509Certificate } from 'node:crypto';
+import { certificatesIn, checkKeyOf, privateKeyIn, readCertificates, readPemFile } from '../files/tls-material.js';
 
 /** The configured fields, paths resolved (the route's `tls`, over `proxy.upstreamTls`). */
 export interface UpstreamTlsConfig {
@@ -34,31 +35,37 @@ export interface UpstreamTls {
 /**
  * The settings of a route from its own `tls` and the proxy-wide CA bundle;
  * undefined when neither says anything (undici's defaults: system CAs, SNI
- * from the URL, HTTP/1.1). Throws when a file cannot be read (a reload keeps
- * the routes it has then).
+ * from the URL, HTTP/1.1). Throws TlsMaterialError when a file cannot be read or
+ * is not what it should be (a reload keeps the routes it has then).
  */
 export function compileUpstreamTls(route: UpstreamTlsConfig | undefined, proxyCaFile: string | undefined): UpstreamTls | undefined {
   const caFile = route?.caFile ?? proxyCaFile;
   if (caFile === undefined && route === undefined) return undefined;
   const connect: { ca?: Buffer; cert?: Buffer; key?: Buffer; servername?: string } = {};
   const digest = createHash('sha256');
-  const add = (field: 'ca' | 'cert' | 'key', file: string | undefined) => {
-    if (file === undefined) return;
-    const content = readFileSync(file);
+  // The content, not the path: a renewed certificate reloaded under the same name gets new connections.
+  const add = (field: 'ca' | 'cert' | 'key', content: Buffer) => {
     connect[field] = content;
-    // The content, not the path: a renewed certificate reloaded under the same name gets new connections.
     digest.update(`${field}:`).update(content);
   };
-  add('ca', caFile);
-  add('cert', route?.certFile);
-  add('key', route?.keyFile);
+  if (caFile !== undefined) add('ca', readCertificates(caFile, 'caFile'));
+  let leaf: X509Certificate | undefined;
+  const { certFile, keyFile } = route ?? {};
+  if (certFile !== undefined && keyFile !== undefined) {
+    const cert = readPemFile(certFile, 'certFile');
+    const key = readPemFile(keyFile, 'keyFile');
+    // The first certificate of the file is the one shown (what follows is its chain).
+    leaf = certificatesIn(cert, certFile, 'certFile')[0]!;
+    checkKeyOf(leaf, privateKeyIn(key, keyFile), { certFile, keyFile });
+    add('cert', cert);
+    add('key', key);
+  }
   if (route?.servername !== undefined) {
     connect.servername = route.servername;
     digest.update(`servername:${route.servername}`);
   }
   const allowH2 = route?.http2 === true;
   digest.update(`h2:${allowH2}`);
-  // The first certificate of the file is the one shown (what follows is its chain).
-  const notAfter = connect.cert && Date.parse(new X509Certificate(connect.cert).validTo) / 1000;
+  const notAfter = leaf && Date.parse(leaf.validTo) / 1000;
   return { poolKey: digest.digest('base64url'), connect, allowH2, ...(notAfter !== undefined && { clientCertificateNotAfterS: notAfter }) };
 }

@@ -10,8 +10,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { ClientAddress } from '../http/client-address.js';
-import { renderError } from '../http/error-response.js';
+import { oauthErrorOf, renderError, renderOAuthError, writeRenderedError } from '../http/error-response.js';
 import { LOGIN_PATH, REFRESH_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
+import { hasBody } from '../http/request-body.js';
 import type { AbuseGuard } from '../limits/abuse-guard.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { LoadShedder } from '../limits/load-shedder.js';
@@ -60,14 +61,13 @@ export class FrontDoor {
           headers: { 'retry-after': String(load.retryAfterS) },
         });
         // Not the address's doing: no strike. Held all the same, so a flood that waits for its answers slows down.
-        abuse.hold(address, () => answer(req, res, refusal));
+        abuse.answerRefusal(address, () => answer(req, res, refusal), { strike: false, hold: 'always' });
         return true;
       }
       if (req.method !== 'POST' || !isLogin(req.url) || !passwordHashing.refusesSuspect(address)) return false;
       error = gatehouseError('login_queue_full', { headers: { 'retry-after': String(passwordHashing.retryAfterS) } });
     }
-    abuse.strike(address);
-    abuse.hold(address, () => answer(req, res, error));
+    abuse.answerRefusal(address, () => answer(req, res, error), { strike: true, hold: 'always' });
     return true;
   }
 
@@ -101,17 +101,7 @@ function isPath(url: string | undefined, path: string): boolean {
 function answer(req: IncomingMessage, res: ServerResponse, error: GatehouseError): void {
   if (res.destroyed || res.headersSent) return;
   const id = requestId(req);
-  const rendered = renderError(error, id);
-  let { body } = rendered;
-  const headers = { ...rendered.headers };
-  if (req.url?.startsWith('/oauth/')) {
-    body = JSON.stringify({ error: error.oauthError, error_description: error.reason });
-    headers['content-length'] = Buffer.byteLength(body);
-    headers['cache-control'] = 'no-store';
-  }
+  const rendered = req.url?.startsWith('/oauth/') ? renderOAuthError(oauthErrorOf(error), id) : renderError(error, id);
   // A body the client is still sending is not read: the connection closes after the answer.
-  const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-  if (hasBody && !req.complete) headers.connection = 'close';
-  res.writeHead(error.status, headers);
-  res.end(body);
+  writeRenderedError(res, rendered, hasBody(req) && !req.complete);
 }

@@ -10,7 +10,7 @@ import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../http/tls-material.js';
+import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../files/tls-material.js';
 import { arrivalTimeouts } from './arrival.js';
 import { drainSessionsWithServer, guardHttp2Sessions, type Http2Refusals } from './http2-sessions.js';
 import type { CertificateExpiry } from '../observability/metrics.js';

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Server as TlsServer } from 'node:tls';
 import { watchFile, type FileWatch } from '../files/watch-file.js';
-import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../http/tls-material.js';
+import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../files/tls-material.js';
 
 export interface TlsReload {
   /** The pair serving new connections now. */

@@ -7,7 +7,7 @@ import type { LimitsConfig, StoreConfig } from '../config/schema.js';
 import { MemoryStore } from './memory-store.js';
 import { ReconnectSchedule } from './reconnect-schedule.js';
 import { createRedisClient } from './redis-client.js';
-import { withinDeadline } from './redis-connection.js';
+import { withinDeadline } from '../core/deadline.js';
 import { RedisStore } from './redis-store.js';
 import type { Store } from './store.js';
 import { parseStoreUrl, redactStoreUrl } from './store-url.js';

@@ -9,7 +9,8 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createRedisClient, type RedisClient } from './redis-client.js';
-import { quitOrDisconnect, withinDeadline } from './redis-connection.js';
+import { withinDeadline } from '../core/deadline.js';
+import { quitOrDisconnect } from './redis-connection.js';
 import { parseStoreUrl } from './store-url.js';
 
 export interface MasterEvictionPolicy {

@@ -4,13 +4,11 @@
 import { withinDeadline } from '../core/deadline.js';
 import type { Logger } from 'pino';
 import type { RedisClient } from './redis-client.js';
-import { refusalOf, watchGreetings, type Refusal } from './redis-refusals.js';
+import { refusalOf, watchGreetings, type RedisRefusal } from './redis-refusals.js';
 
 const QUIT_TIMEOUT_MS = 1_000;
 /** A down Redis errors on every reconnect attempt; one warning per interval is enough. */
 const CONNECTION_WARNING_INTERVAL_MS = 10_000;
-
-export { withinDeadline };
 
 export async function quitOrDisconnect(connection: RedisClient): Promise<void> {
   try {
@@ -34,7 +32,7 @@ export function reportConnectionHealth(connection: RedisClient, role: 'commands'
   let lastWarningAt = -Infinity;
   let suppressed = 0;
   let failing = false;
-  let refusal: Refusal | undefined;
+  let refusal: RedisRefusal | undefined;
   const warn = (error: unknown) => {
     logger.warn(
       { connection: role, error: describeError(error), suppressedWarnings: suppressed, ...(refusal && { refusal: refusal.reply, fix: refusal.fix }) },

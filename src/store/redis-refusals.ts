@@ -8,7 +8,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
 
-export interface Refusal {
+export interface RedisRefusal {
   /** The reply's first line, up to its first sentence (DENIED's goes on for a paragraph). */
   reply: string;
   /** What the operator changes. */
@@ -27,7 +27,7 @@ const FIXES: Array<[RegExp, string]> = [
 ];
 
 /** The refusal an error reply (or an ioredis error wrapping one) names, or undefined for any other failure. */
-export function refusalOf(message: string): Refusal | undefined {
+export function refusalOf(message: string): RedisRefusal | undefined {
   const reply = message.replace(/^(Ready check failed|Error): /, '').replace(/^-/, '');
   const fix = FIXES.find(([pattern]) => pattern.test(reply))?.[1];
   if (fix === undefined) return undefined;
@@ -37,7 +37,7 @@ export function refusalOf(message: string): Refusal | undefined {
 }
 
 /** Calls `onRefusal` when a new connection of `client` (each node's, on a Cluster) is greeted with a refusal. */
-export function watchGreetings(client: RedisClient, onRefusal: (refusal: Refusal) => void): void {
+export function watchGreetings(client: RedisClient, onRefusal: (refusal: RedisRefusal) => void): void {
   const watch = (connection: Redis) =>
     connection.on('connect', () => {
       // Only the first chunk: after it, the connection's replies are ioredis's to read.

@@ -179,6 +179,18 @@ describe('apikeys list', () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(new RegExp(`^gatehouse: cannot reach the store at ${gone.url} \\([^\n]+\\): the keys users made there cannot be read\n$`));
   });
+
+  it('users held in the store: the same store session, the same refusal when Redis does not answer', async () => {
+    const gone = await startRedisServer();
+    await gone.close();
+    await writeFile(configFile, localConfig(`store:\n  url: ${gone.url}\n`).replace('usersFile: ./users.yaml', 'usersFile: ./users.yaml\n  usersIn: store'));
+    const result = await gatehouse('users', 'list');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(
+      new RegExp(`^gatehouse: cannot reach the store at ${gone.url} \\([^\n]+\\): the users live there \\(identity.usersIn: store\\)\n$`),
+    );
+  });
 });
 
 describe('keys list --json', () => {

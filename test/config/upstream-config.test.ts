@@ -1,6 +1,7 @@
 // The config of TLS to upstreams and of identity assertions: every mistake a
 // problem with its field path (exit 78 from check-config), found before
 // anything binds; files named relative to the config file's folder.
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,6 +24,15 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'certs'));
   for (const file of ['ca.crt', 'client.crt', 'client.key', 'someone-else.key']) copyFileSync(join(dir, file), join(dir, 'certs', file));
   writeFileSync(join(dir, 'certs', 'not-a-cert.pem'), 'hello\n');
+  // A pair that parses and matches, with a key OpenSSL will not use (below its security level).
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:512', '-nodes', '-keyout', 'certs/weak.key', '-out', 'certs/weak.crt', '-subj', '/CN=weak', '-days', '1'],
+    {
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   await writeTestUsers(join(dir, 'users.yaml'), [{ name: 'alice', password: 'alice-password-1' }]);
 });
 
@@ -95,10 +105,10 @@ describe('routes[].tls', () => {
     const expected = [
       /proxy\.upstreamTls\.caFile: cannot read .*certs \(EISDIR\)/,
       /routes\[0\]\.tls\.caFile: cannot read .*missing\.crt \(ENOENT\)/,
-      /routes\[1\]\.tls\.caFile: .*not-a-cert\.pem holds no valid PEM certificate/,
-      /routes\[1\]\.tls\.keyFile: .*someone-else\.key is not the private key of the certificate in .*client\.crt/,
-      /routes\[2\]\.tls\.certFile: .*not-a-cert\.pem holds no valid PEM certificate/,
-      /routes\[2\]\.tls\.keyFile: .*not-a-cert\.pem is not an unencrypted PEM private key/,
+      /routes\[1\]\.tls\.caFile: .*not-a-cert\.pem holds no PEM certificate/,
+      /routes\[1\]\.tls\.keyFile: .*someone-else\.key is not the private key of the first certificate in .*client\.crt/,
+      /routes\[2\]\.tls\.certFile: .*not-a-cert\.pem holds no PEM certificate/,
+      /routes\[2\]\.tls\.keyFile: .*not-a-cert\.pem is not a PEM private key/,
     ];
     for (const pattern of expected)
       expect(
@@ -106,6 +116,15 @@ describe('routes[].tls', () => {
         String(pattern),
       ).toBe(true);
     // A key is never quoted back.
+    expect(result.stderr).not.toContain('PRIVATE KEY');
+  });
+
+  it("a client pair that OpenSSL refuses is found by the check, as the listener's pair is, not at the first handshake", async () => {
+    const result = await checkConfig(
+      config([{ prefix: '/a', upstreams: ['https://a.internal'], tls: { certFile: './certs/weak.crt', keyFile: './certs/weak.key' } }]),
+    );
+    expect(result.code).toBe(78);
+    expect(result.stderr).toMatch(/routes\[0\]\.tls\.certFile: .*weak\.crt and .*weak\.key are refused by OpenSSL \(.*key too small\)/);
     expect(result.stderr).not.toContain('PRIVATE KEY');
   });
 });

@@ -3,7 +3,7 @@
 // node:http response (the proxy), a raw socket (a request Node's parser
 // refused, a refused WebSocket upgrade).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderError, responseHead } from '../../src/http/error-response.js';
+import { oauthErrorOf, renderError, renderOAuthError, responseHead } from '../../src/http/error-response.js';
 import { gatehouseError } from '../../src/core/errors.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
@@ -31,6 +31,23 @@ describe('renderError', () => {
     const { body } = renderError(gatehouseError('internal_error', { reason: 'ECONNRESET at 10.0.0.7', cause: new Error('boom') }));
     expect(body).not.toContain('10.0.0.7');
     expect(body).not.toContain('boom');
+  });
+});
+
+describe('renderOAuthError', () => {
+  it("gives an RFC 6749 5.2 error object with the error's own headers, never cached (5.1: no-store and no-cache)", () => {
+    const error = gatehouseError('too_many_requests', { reason: 'too many refused requests from this address', headers: { 'retry-after': '30' } });
+    const { status, headers, body } = renderOAuthError(oauthErrorOf(error), 'req-2');
+    expect(status).toBe(429);
+    expect(headers).toEqual({
+      'retry-after': '30',
+      'cache-control': 'no-store',
+      pragma: 'no-cache',
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': 'req-2',
+    });
+    expect(JSON.parse(body)).toEqual({ error: error.oauthError, error_description: 'too many refused requests from this address' });
   });
 });
 

@@ -169,6 +169,8 @@ describe('logout tokens the provider would never send are refused (400) and chan
       body: 'logout_token=a&logout_token=b',
     });
     expect([response.status, await response.json()]).toEqual([400, { error: 'invalid_request', error_description: 'exactly one logout_token is required' }]);
+    // The OAuth error format, with the header set every OAuth error of the gateway carries (RFC 6749 5.1).
+    expect([response.headers.get('cache-control'), response.headers.get('pragma')]).toEqual(['no-store', 'no-cache']);
   });
 
   it('is throttled as the token endpoint is: an address past its refused tokens gets 429, before any verification', async () => {

@@ -60,11 +60,20 @@ function bearerAnswering(answer: () => Principal | Promise<Principal>) {
 
 function abuseMemory(holds: boolean) {
   const held: Array<() => void> = [];
-  return {
+  const memory = {
     held,
     strike: vi.fn<(address: string) => void>(),
     holdsRefusals: vi.fn<(address: string) => boolean>(() => holds),
     hold: vi.fn((_address: string, answer: () => void) => void held.push(answer)),
+  };
+  // The guard's own rule (limits/abuse-guard.ts) over these mocks, so each step stays visible to the tests.
+  return {
+    ...memory,
+    answerRefusal(address: string, answer: () => void, how: { strike: boolean; hold: 'always' | 'earned' }): void {
+      if (how.strike) memory.strike(address);
+      if (how.hold === 'always' || memory.holdsRefusals(address)) memory.hold(address, answer);
+      else answer();
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { withinDeadline } from '../../src/store/redis-connection.js';
+import { withinDeadline } from '../../src/core/deadline.js';
 
 describe('withinDeadline', () => {
   beforeEach(() => {

@@ -1,0 +1,19 @@
+// The one path that revokes an API key and ends the sessions opened with it:
+// a user on the account page and the operator's `gatehouse apikeys revoke`
+// both take it. A session revoked in the store is announced to every
+// instance, so the key's sessions end everywhere, not only where it was revoked.
+import type { Store } from '../store/store.js';
+import type { ApiKeyDirectory, KeyOwner } from './api-key-directory.js';
+
+/** Revokes `keyId` of `owner` in `directory`, then ends its sessions; false (nothing ended) when the owner holds no such key there. */
+export async function revokeKeyAndEndSessions(
+  directory: Pick<ApiKeyDirectory, 'revoke'>,
+  store: Pick<Store, 'listSessions' | 'revokeSession'>,
+  owner: KeyOwner,
+  keyId: string,
+): Promise<boolean> {
+  if (!(await directory.revoke(owner, keyId))) return false;
+  const sessions = await store.listSessions(owner.sub);
+  await Promise.all(sessions.filter((session) => session.apiKeyId === keyId).map((session) => store.revokeSession(session.sid)));
+  return true;
+}
