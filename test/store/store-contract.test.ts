@@ -11,6 +11,7 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { advanceStoreClock } from '../helpers/store-clock.js';
 import { dpopContract } from './contract/dpop.js';
+import { limitsContract } from './contract/limits.js';
 import { providerSessionsContract } from './contract/provider-sessions.js';
 import { requestRecordsContract } from './contract/request-records.js';
 import { sessionsContract } from './contract/sessions.js';
@@ -82,4 +83,5 @@ describe.each(SUBJECTS)('the $name store', ({ open }) => {
   describe('DPoP', () => dpopContract(subject));
   describe('asynchronous request records', () => requestRecordsContract(subject));
   describe('shared keys', () => sharedKeysContract(subject));
+  describe('rate limiter counters', () => limitsContract(subject));
 });
