@@ -12,8 +12,9 @@
  * a new folder gets a row here before it gets callers.
  *
  * `npm run lint` runs `depcruise src --config .dependency-cruiser.cjs`; test/lint/layers-rule.test.ts
- * proves that an upward import fails. To see the graph: `npx depcruise src --config .dependency-cruiser.cjs
- * --output-type text --collapse '^src/[^/]+'`.
+ * proves that an upward import fails. The layer table of docs/architecture.md is generated from LAYERS
+ * (`npm run docs:layers`; the lint fails when it is stale). To see the graph:
+ * `npx depcruise src --config .dependency-cruiser.cjs --output-type text --collapse '^src/[^/]+'`.
  */
 
 /** @type {Array<{ layer: number; name: string; path: string; job: string; mayImport?: string[] }>} */
@@ -128,3 +129,6 @@ module.exports = {
     cache: { folder: 'node_modules/.cache/dependency-cruiser', strategy: 'content' },
   },
 };
+
+// For scripts/layer-table.ts. Not enumerable: dependency-cruiser refuses a config key it does not know.
+Object.defineProperty(module.exports, 'LAYERS', { value: LAYERS, enumerable: false });

@@ -607,8 +607,6 @@ function envSection(): string {
     '| `GATEHOUSE_CONFIG` | the config file, when `--config` is not given |',
     ...ENV_OVERRIDES.map(({ env, path }) => `| \`${env}\` | \`${path.join('.')}\` |`),
     '',
-    "The command line's own variables: [Command line](cli.md#environment-variables).",
-    '',
   ];
   return lines.join('\n');
 }

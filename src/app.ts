@@ -24,6 +24,7 @@ import { adminListener } from './server/admin-listener.js';
 import { healthOptions, placeHealth } from './server/health-listeners.js';
 import { registerGatewayEndpoints } from './server/gateway-endpoints.js';
 import { FrontDoor } from './server/front-door.js';
+import { openListeners } from './server/open-listeners.js';
 import { publicListener } from './server/public-listener.js';
 import { listenerCertificates } from './server/secure-listener.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
@@ -262,13 +263,11 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       return reloader?.reload() ?? false;
     },
     async listen() {
-      const url = await app.listen({ host: config.server.host, port: config.server.port });
+      const addresses = await openListeners({ config, app, admin, healthOnly, peers: sharedKeys });
       const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
       if (issuerWarning) logger.warn(issuerWarning);
-      const adminUrl = admin ? await admin.listen({ host: config.admin.host, port: config.admin.port }) : undefined;
-      const healthUrl = healthOnly ? await healthOnly.listen({ host: config.server.health.host, port: config.server.health.port }) : undefined;
-      logger.info({ url, adminUrl, healthUrl, store: store.kind }, 'gatehouse listening');
-      return { url, adminUrl, healthUrl };
+      logger.info({ ...addresses, store: store.kind }, 'gatehouse listening');
+      return addresses;
     },
     async close({ graceMs = config.server.shutdownGraceS * 1000 } = {}) {
       // Readiness turns 503 in this same tick: the drain starts before the first await.

@@ -106,11 +106,13 @@ export class AuthService implements Authentication {
     );
   }
 
-  /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Invalid refresh tokens count against the address. */
+  /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Forged or malformed refresh tokens count against the address. */
   async refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet> {
     return this.#guard.refresh(context, async () => {
+      let verified = false;
       try {
         const claims: TokenClaims = await this.#deps.verifier.verify(refreshToken, REFRESH_TYPES);
+        verified = true;
         // RFC 9449 5: a bound refresh token is refreshed only by the holder of its key.
         if (claims.cnf !== undefined && claims.cnf.jkt !== context.dpopThumbprint) {
           throw new TokenError(context.dpopThumbprint === undefined ? 'a DPoP-bound refresh token needs a DPoP proof' : 'the DPoP proof is of another key');
@@ -121,7 +123,7 @@ export class AuthService implements Authentication {
         const tokens = await this.#deps.issuer.refreshTokenSet(claims, refreshToken, Date.now(), this.#deps.identity.grants(principal), context.dpopThumbprint);
         return { result: tokens, admitted: { username: principal.username, sub: principal.sub, sid: principal.sid } };
       } catch (error) {
-        throw this.#refused(error);
+        throw this.#refused(error, verified);
       }
     });
   }
@@ -146,10 +148,11 @@ export class AuthService implements Authentication {
    * log. The bearer rule's refusal is put in refresh's own words; anything
    * else (a store outage: 503) is thrown on as it is.
    */
-  #refused(error: unknown) {
+  #refused(error: unknown, verified: boolean) {
     const cause = isGatehouseError(error) && error.code === 'invalid_bearer_token' ? new TokenError(error.reason) : error;
     if (!(cause instanceof TokenError)) throw cause;
     this.#deps.logger.info({ event: 'refresh_failed', reason: cause.reason }, 'refresh refused');
-    return gatehouseError('invalid_refresh_token', { cause });
+    // Refused after its signature verified (its session ended, its time is up): ours, so not a guess.
+    return gatehouseError('invalid_refresh_token', { cause: verified ? cause.ofWellSignedToken() : cause });
   }
 }

@@ -2,8 +2,9 @@
 // mode checks the credentials (local: auth-service.ts; a fronted OpenID
 // Provider: oidc/provider-auth.ts). It takes the throttle before anything
 // is checked, counts a refused guess (and only a refused guess: an outage is
-// no guess) for throttling, clears the pair's failures on success and writes
-// the audit line of each outcome (login-audit.ts).
+// no guess, nor is a token of ours whose session ended) for throttling,
+// clears the pair's failures on success and writes the audit line of each
+// outcome (login-audit.ts).
 //
 // What the mode does is passed in as steps; the refusals they throw are the
 // catalogue's: `invalid_user_credentials` for credentials, and
@@ -12,6 +13,7 @@
 import { isGatehouseError } from '../core/errors.js';
 import { parseApiKey } from '../identity/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
+import { refusesWellSignedToken } from '../tokens/types.js';
 import type { AuditFacts, LoginAudit, LoginMethod } from './login-audit.js';
 
 /** Where an attempt comes from: the client address after trusted proxies, and the request id for the audit trail. */
@@ -95,7 +97,7 @@ export class LoginGuard {
     return started.result;
   }
 
-  /** Spec 4.2: a refresh token the mode refuses (`invalid_refresh_token`) counts against the address. */
+  /** Spec 4.2: a refresh token the mode refuses (`invalid_refresh_token`) counts against the address, unless it bears our valid signature. */
   async refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: Admitted }>): Promise<T> {
     const facts: AuditFacts = { method: 'refresh', ...attemptFacts(context) };
     await this.#audit.throttleChecked(() => this.#throttle.checkRefresh(context.address), facts);
@@ -104,7 +106,10 @@ export class LoginGuard {
       renewed = await renew();
     } catch (error) {
       if (isRefusal(error, 'invalid_refresh_token')) {
-        if (await this.#throttle.refreshFailed(context.address)) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+        // Only what could be a guess marks the address (and so a guarded username's login from it): a
+        // token of ours whose session ended or time ran out is a user's stale tab, not a guess.
+        const guess = !refusesWellSignedToken(error);
+        if (guess && (await this.#throttle.refreshFailed(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
         this.#audit.record('failure', facts);
       }
       throw error;

@@ -45,6 +45,10 @@ export const ENV_OVERRIDES: ReadonlyArray<{ env: string; path: readonly string[]
   { env: 'GATEHOUSE_KEYS_FILE', path: ['tokens', 'keysFile'], kind: 'string' },
   { env: 'GATEHOUSE_USERS_FILE', path: ['identity', 'usersFile'], kind: 'string' },
   { env: 'GATEHOUSE_SERVICE_TOKEN', path: ['requests', 'serviceToken'], kind: 'string' },
+  { env: 'GATEHOUSE_SERVICE_TOKEN_PREVIOUS', path: ['requests', 'serviceTokenPrevious'], kind: 'string' },
+  { env: 'GATEHOUSE_KEY_SEAL_SECRET', path: ['tokens', 'keySealSecret'], kind: 'string' },
+  { env: 'GATEHOUSE_KEY_SEAL_SECRET_NEXT', path: ['tokens', 'keySealSecretNext'], kind: 'string' },
+  { env: 'GATEHOUSE_KEY_SEAL_SECRET_PREVIOUS', path: ['tokens', 'keySealSecretPrevious'], kind: 'string' },
   // A secret belongs in the environment (or a mounted secret), not in the config file.
   { env: 'GATEHOUSE_OIDC_CLIENT_SECRET', path: ['identity', 'clientSecret'], kind: 'string' },
 ];

@@ -9,6 +9,7 @@ import { dirname, isAbsolute, relative } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
 import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
+import { EVICTION_FIX, readEvictionPoliciesAt, type MasterEvictionPolicy } from '../store/eviction-policy.js';
 
 export interface ProductionFinding {
   /** The field to change, as problems name it (`identity.usersFile`). */
@@ -163,6 +164,34 @@ export const keysFileCheck: ProductionCheck = {
 };
 
 /**
+ * A Redis that deletes keys when its memory is full deletes sessions, records,
+ * published keys and users without a word. Asked only when it answers: a
+ * Redis out of reach from where the check runs (an operator's machine) is no
+ * finding, and the gateway itself says so at every start.
+ */
+export const evictingRedisCheck: ProductionCheck = {
+  name: 'evicting-redis',
+  async run({ config }) {
+    if (config.store.url === undefined) return [];
+    let masters: MasterEvictionPolicy[];
+    try {
+      masters = await readEvictionPoliciesAt(config.store.url);
+    } catch {
+      return [];
+    }
+    return masters
+      .filter((master) => master.evicts === true)
+      .map((master) => ({
+        setting: 'store.url',
+        problem:
+          `the Redis master at ${master.address} has maxmemory-policy ${master.policy ?? ''}: ` +
+          'when its memory is full it deletes sessions, 202 records, published keys and users',
+        fix: EVICTION_FIX,
+      }));
+  },
+};
+
+/**
  * The checklist, in the order findings are listed. `server.workers > 1` on
  * the in-memory store is not among them: every start refuses it already.
  */
@@ -173,6 +202,7 @@ export const PRODUCTION_CHECKS: readonly ProductionCheck[] = [
   serviceTokenCheck,
   providerSecretCheck,
   keysFileCheck,
+  evictingRedisCheck,
 ];
 
 /** Every finding of every check, each line as `check-config --production` prints it. */

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
 import * as d from './defaults.js';
-import { help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
+import { help, httpUrl, nonNegativeInt, positiveInt, strongSecret } from './schema-primitives.js';
 
 /** Gatehouse's own users (`identity.provider: local`): a YAML file of scrypt password hashes and API key digests; Gatehouse signs the tokens. */
 export const LocalIdentitySchema = z.strictObject({
@@ -181,6 +181,18 @@ export const TokensSchema = z.strictObject({
    * tokens itself, so there it is neither needed nor created.
    */
   keysFile: z.string().min(1).meta(help('where the signing keys live (created on first start; outside the config folder)', '../data/keys.json')).optional(),
+  /**
+   * With a Redis store: the secret that seals (HMAC) the public signing keys
+   * each instance publishes there, the same on every instance; an entry not
+   * sealed by it (or by `keySealSecretNext`/`keySealSecretPrevious`) is
+   * ignored. Absent: derived from `requests.serviceToken`, as before it had a
+   * setting of its own. Better set from the environment than in the file.
+   */
+  keySealSecret: strongSecret.optional(),
+  /** Phase one of a rotation of the seal: the new secret, accepted (entries it sealed are opened) but not yet sealing. */
+  keySealSecretNext: strongSecret.optional(),
+  /** Phase two: the old secret, still accepted; entries it sealed are sealed again with `keySealSecret`. */
+  keySealSecretPrevious: strongSecret.optional(),
   /** Leeway for `exp` and `nbf` when a token is checked. */
   clockToleranceS: z.number().int().min(0).max(300).default(d.DEFAULT_CLOCK_TOLERANCE_S),
   /** Size of the verified-token cache on the proxy's hot path. */

@@ -38,6 +38,12 @@ export const RequestsSchema = z.strictObject({
    * `openssl rand -base64 32`.
    */
   serviceToken: strongSecret.optional(),
+  /**
+   * The service token being replaced, still accepted while backends move to
+   * `serviceToken` one at a time (docs/operations/rotations.md); remove it
+   * once every backend presents the new one. Needs `serviceToken`.
+   */
+  serviceTokenPrevious: strongSecret.optional(),
 });
 
 /** How the proxy forwards to the routes' upstreams: the headers backends get, and the upstream connections. */

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import { checkHealthListener, checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
 import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-schema.js';
+import { checkRotationSecrets } from './rotation-rules.js';
 import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
 import { AuthorizationSchema, CorsSchema, RouteSchema, type RateLimitSchema } from './route-schema.js';
 import { always } from './schema-primitives.js';
@@ -53,7 +54,8 @@ export function createConfigSchema(checks: ContentChecks) {
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
     .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))
     .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues))
-    .check((ctx) => checkUsersStore(ctx.value.identity, ctx.value.store, ctx.issues));
+    .check((ctx) => checkUsersStore(ctx.value.identity, ctx.value.store, ctx.issues))
+    .check((ctx) => checkRotationSecrets(ctx.value, ctx.issues));
 }
 
 type ConfigSchema = ReturnType<typeof createConfigSchema>;

@@ -114,7 +114,7 @@ export class Metrics {
     name: 'gatehouse_peer_disagreements',
     help:
       'Instances sharing the store that disagree with this one, by view (keys: an instance does not trust a key another signs with; ' +
-      'users: another users file digest), as of the last heartbeat.',
+      'users: another users file digest; seal: this instance and those whose entries it cannot open, sealed with another secret), as of the last heartbeat.',
     labelNames: ['view'] as const,
     registers: [this.registry],
   });

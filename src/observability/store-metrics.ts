@@ -1,8 +1,10 @@
 // The store as metrics see it: every operation that returns a promise is
 // timed by name and outcome, and the store is up while its last operation
-// (or the readiness ping a scrape makes) succeeded. A wrapper, so neither
+// (or the readiness ping a scrape makes) succeeded; and whether its Redis
+// evicts keys (`gatehouse_store_evicting`). A wrapper, so neither
 // store implementation carries metrics code; the hot path's cached bearer
 // checks never reach the store and pay nothing.
+import { Gauge } from 'prom-client';
 import type { Store } from '../store/store.js';
 import type { Metrics } from './metrics.js';
 
@@ -53,6 +55,17 @@ export function measuredStore(store: Store, metrics: Metrics): Store {
       } finally {
         clearTimeout(timer);
       }
+    },
+  });
+  new Gauge({
+    name: 'gatehouse_store_evicting',
+    help: "1 for a maxmemory-policy of the store's Redis masters that deletes keys when memory is full (any but noeviction), 0 for noeviction.",
+    labelNames: ['policy'] as const,
+    registers: [metrics.registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const { policy, evicts } of store.evictionPolicies?.() ?? []) if (policy !== undefined) this.set({ policy }, evicts ? 1 : 0);
     },
   });
   return measured;

@@ -1,14 +1,15 @@
 // How backend services report the outcome of a request they accepted with a
 // 202: PUT /internal/v1/requests/<id>/status {"status": "completed" | "failed"}
 // on the ADMIN listener (never the public one), with the service credential
-// of `requests.serviceToken` as a bearer token.
+// of `requests.serviceToken` as a bearer token (or, while backends move to a
+// new one, `requests.serviceTokenPrevious`: docs/operations/rotations.md).
 //
 // The answer tells the caller what happened, so it can retry safely: 200
 // `applied` or `already_applied` (an idempotent repeat) once the change is
 // kept as surely as a 202's record (request-tracker.ts), 409 when the request
 // ended the other way already (a terminal state never changes), 404 for an
 // unknown id, 503 when the store is down (retry later).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { gatehouseError } from '../core/errors.js';
@@ -22,6 +23,8 @@ export interface InternalRoutesOptions {
   tracker: RequestTracker;
   /** `requests.serviceToken`; absent, every call is refused. */
   serviceToken: string | undefined;
+  /** `requests.serviceTokenPrevious`: also accepted, while backends move to the current one. */
+  serviceTokenPrevious?: string | undefined;
   bodyLimitBytes: number;
   logger: Logger;
 }
@@ -32,8 +35,11 @@ const BEARER = /^Bearer +(\S{1,4096}) *$/i;
 export async function internalRoutes(app: FastifyInstance, options: InternalRoutesOptions): Promise<void> {
   const { tracker, bodyLimitBytes } = options;
   // Digests of equal length, so the comparison takes the same time whatever
-  // the length or content of the guess.
+  // the length or content of the guess; both are compared on every call (an
+  // unset previous one as a digest nobody can present), so the time does not
+  // tell which one matched either.
   const expected = options.serviceToken === undefined ? undefined : digest(options.serviceToken);
+  const previous = options.serviceTokenPrevious === undefined ? randomBytes(32) : digest(options.serviceTokenPrevious);
   if (expected === undefined) {
     options.logger.warn(
       'no requests.serviceToken (GATEHOUSE_SERVICE_TOKEN) is configured: the internal status API refuses every call, so backends cannot report outcomes',
@@ -46,7 +52,10 @@ export async function internalRoutes(app: FastifyInstance, options: InternalRout
     const given = BEARER.exec(request.headers.authorization ?? '')?.[1];
     // Compared even when absent (against a digest of nothing), so a missing
     // credential takes as long as a wrong one.
-    const matches = expected !== undefined && timingSafeEqual(digest(given ?? ''), expected) && given !== undefined;
+    const presented = digest(given ?? '');
+    const current = expected !== undefined && timingSafeEqual(presented, expected);
+    const former = timingSafeEqual(presented, previous);
+    const matches = expected !== undefined && (current || former) && given !== undefined;
     if (!matches) {
       throw gatehouseError('invalid_service_credential', { headers: { 'www-authenticate': SERVICE_CHALLENGE } });
     }

@@ -32,6 +32,7 @@ export async function adminListener(config: Config, logger: Logger, parts: Admin
   await app.register(internalRoutes, {
     tracker: parts.requests,
     serviceToken: config.requests.serviceToken,
+    serviceTokenPrevious: config.requests.serviceTokenPrevious,
     bodyLimitBytes: config.server.apiBodyLimitBytes,
     logger,
   });

@@ -3,10 +3,11 @@
 // public listener is not accepting connections, or it holds no keys to check
 // tokens with; degraded while the store is down (the entry says what is
 // refused and what still works) or while load is shed; the peers' agreement
-// is shown, never failed on.
+// is shown, never failed on, and so is a Redis that evicts keys.
 import { gatehouseError } from '../core/errors.js';
 import type { Drain } from '../http/drain.js';
 import type { LoadState } from '../limits/load-shedder.js';
+import { EVICTION_FIX, type MasterEvictionPolicy } from '../store/eviction-policy.js';
 import type { StoreLifecycle } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { KeySet } from '../tokens/keyset.js';
@@ -73,7 +74,26 @@ export function readinessChecks(parts: ReadinessParts): ReadinessCheck[] {
   ];
   if (load) checks.push({ name: 'load', run: () => ({ status: load().shedding === 'none' ? 'ok' : 'degraded', detail: loadDetail(load()) }) });
   if (agreement) checks.push({ name: 'peers', run: () => ({ status: 'ok', detail: agreement() }) });
+  if (store.evictionPolicies) checks.push(evictionCheck(store.evictionPolicies.bind(store)));
   return checks;
+}
+
+/**
+ * Redis masters that delete keys when their memory is full, or would not say
+ * (store/eviction-policy.ts): shown, never failed on, like the peers' agreement —
+ * the store answers, and taking instances out of rotation would not change the policy.
+ */
+function evictionCheck(policies: () => readonly MasterEvictionPolicy[]): ReadinessCheck {
+  return {
+    name: 'storeEviction',
+    run: () => {
+      const masters = policies();
+      const evicting = masters.filter((master) => master.evicts === true).map(({ address, policy }) => ({ address, policy }));
+      const unknown = masters.filter((master) => master.unreadable !== undefined).map(({ address }) => address);
+      if (evicting.length === 0 && unknown.length === 0) return { status: 'ok', detail: { evicting: [] } };
+      return { status: 'ok', detail: { evicting, unknown, fix: EVICTION_FIX } };
+    },
+  };
 }
 
 /**

@@ -44,7 +44,7 @@ export async function createStore(
     replicasToConfirm: description.mode === 'sentinel' || description.mode === 'cluster' ? 1 : 0,
   });
   const where = { store: redactStoreUrl(config.url), mode: description.mode };
-  const answered = await withinDeadline(Promise.all([store.ping(), store.listening()]), STARTUP_PROBE_TIMEOUT_MS).then(
+  const answered = await withinDeadline(Promise.all([store.ping(), store.listening(), store.eviction.firstReading]), STARTUP_PROBE_TIMEOUT_MS).then(
     () => true,
     () => false,
   );

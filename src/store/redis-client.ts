@@ -99,3 +99,12 @@ export function duplicateForSubscribing(client: RedisClient): RedisClient {
   }
   return (client as Redis).duplicate(patient);
 }
+
+/**
+ * A second command connection with the same address, credentials and
+ * settings: the one request records are written over when a replica must
+ * confirm them, since WAIT holds its connection until it answers.
+ */
+export function duplicateForWriting(client: RedisClient): RedisClient {
+  return client.isCluster ? (client as Cluster).duplicate() : (client as Redis).duplicate();
+}

@@ -109,3 +109,15 @@ export function decimal(value: number, name: string): string {
 function numberOf(text: string | undefined): number | undefined {
   return text !== undefined && DECIMAL.test(text) ? Number(text) : undefined;
 }
+
+/**
+ * PX takes a positive whole number of milliseconds. Anything else is a bug in
+ * the caller (the configured retention is a positive number of seconds), not
+ * a Redis failure, so it is not reported as one.
+ */
+export function retentionPx(retentionMs: number): number {
+  if (!Number.isFinite(retentionMs) || retentionMs <= 0) {
+    throw new RangeError(`retentionMs must be a positive number of milliseconds, not ${retentionMs}`);
+  }
+  return Math.ceil(retentionMs);
+}

@@ -13,13 +13,14 @@ import { Keyspace } from './keyspace.js';
 import { redisRateLimiters, type RateLimiterBackend } from './rate-limiters.js';
 import { AnnouncementFeed } from './redis-announcements.js';
 import { RedisApiKeys } from './redis-api-keys.js';
-import { duplicateForSubscribing, type RedisClient } from './redis-client.js';
-import { quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';
+import { duplicateForSubscribing, duplicateForWriting, type RedisClient } from './redis-client.js';
+import { answersAsWritableMaster, quitOrDisconnect, reportConnectionHealth, withinDeadline, withoutCredentials } from './redis-connection.js';
+import { EvictionWatch, type MasterEvictionPolicy } from './eviction-policy.js';
 import { readRecordHash } from './redis-hash-read.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
 import { RedisSharedKeys } from './redis-shared-keys.js';
 import { RedisUserRecords } from './redis-user-records.js';
-import { decimal, requestFields, requestFromHash, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
+import { decimal, requestFields, requestFromHash, retentionPx, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
 import { ReplicaConfirmation } from './redis-replication.js';
 import { defineStoreScripts, type StoreScripts } from './redis-scripts.js';
 import { ReconnectSchedule } from './reconnect-schedule.js';
@@ -36,12 +37,7 @@ export interface RedisStoreOptions {
   reconnects?: ReconnectSchedule;
   /** Live sessions of one user (by `sub`); a new one past it ends the oldest. */
   maxSessionsPerUser?: number;
-  /**
-   * Replicas that must hold a new request record before it counts as
-   * written (`WAIT`). With Sentinel, 1: a master being replaced still takes
-   * writes that its successor never sees; unconfirmed, the record goes back
-   * to the outbox and is written again, to whichever node is master by then.
-   */
+  /** Replicas that must hold a request record or transition before it counts as written (redis-replication.ts); Sentinel and Cluster: 1. */
   replicasToConfirm?: number;
 }
 
@@ -62,7 +58,12 @@ export class RedisStore implements Store {
   private readonly maxSessionsPerUser: number;
   /** Absent: writes count as made once the master has them. */
   private readonly replication: ReplicaConfirmation | undefined;
+  /** Request records and transitions go over `writer` (`client` unless they are confirmed) with its scripts. */
+  private readonly writer: RedisClient;
+  private readonly writerScripts: StoreScripts;
   private closed = false;
+  /** Each master's maxmemory-policy, read at every (re)connection. */
+  readonly eviction: EvictionWatch;
 
   readonly rateLimiters: RateLimiterBackend;
   readonly apiKeys: RedisApiKeys;
@@ -80,7 +81,10 @@ export class RedisStore implements Store {
     this.reconnects = options.reconnects ?? new ReconnectSchedule();
     this.maxSessionsPerUser = options.maxSessionsPerUser ?? DEFAULT_MAX_SESSIONS_PER_USER;
     const replicas = options.replicasToConfirm ?? 0;
-    this.replication = replicas > 0 ? new ReplicaConfirmation(client, replicas, this.logger) : undefined;
+    // WAIT holds the connection it is sent on (up to 500 ms): confirmed writes get their own, so reads never queue behind it.
+    this.writer = replicas > 0 ? duplicateForWriting(client) : client;
+    this.writerScripts = replicas > 0 ? defineStoreScripts(this.writer) : this.scripts;
+    this.replication = replicas > 0 ? new ReplicaConfirmation(this.writer, replicas, this.logger) : undefined;
     this.rateLimiters = redisRateLimiters(client, this.keys);
     this.apiKeys = new RedisApiKeys(client, this.keys);
     this.introspectionAnswers = new RedisIntrospectionAnswers(client, this.keys);
@@ -89,6 +93,8 @@ export class RedisStore implements Store {
     const closed = () => this.closed;
     reportConnectionHealth(this.client, 'commands', this.logger, closed);
     reportConnectionHealth(this.subscriber, 'subscriber', this.logger, closed);
+    if (this.writer !== client) reportConnectionHealth(this.writer, 'writes', this.logger, closed);
+    this.eviction = new EvictionWatch(client, this.logger);
     this.feed = new AnnouncementFeed(this.subscriber, { keys: this.keys, logger: this.logger });
     this.sharedKeys = new RedisSharedKeys(client, this.keys, this.feed);
     this.users = new RedisUserRecords(client, this.keys, this.scripts, this.feed);
@@ -193,7 +199,7 @@ export class RedisStore implements Store {
     const ttlMs = retentionPx(retentionMs);
     const fields = requestFields(record);
     return this.run(async () => {
-      const created = await this.scripts.createRequest(this.keys.request(record.id), ttlMs, fields);
+      const created = await this.writerScripts.createRequest(this.keys.request(record.id), ttlMs, fields);
       // Also when the record was there already: that earlier write may not have reached a replica either.
       await this.replication?.confirm(this.keys.request(record.id));
       return created;
@@ -217,7 +223,7 @@ export class RedisStore implements Store {
     const change: RequestStatusChange = { id, status };
     const updatedAt = decimal(now, 'now');
     const reply = await this.run(() =>
-      this.scripts.transitionRequest(
+      this.writerScripts.transitionRequest(
         this.keys.request(id),
         { status, updatedAt, retentionMs: ttlMs },
         { channel: this.feed.statusChannel, message: JSON.stringify(change) },
@@ -252,29 +258,21 @@ export class RedisStore implements Store {
     return this.feed.statusChanges.add(listener);
   }
 
-  /**
-   * Resolves only when a writable master answers: during a failover the old
-   * master still answers PING (and even takes writes, which are lost when it
-   * is demoted), so readiness asks for its role, and a Cluster for its state
-   * (every slot served).
-   */
+  /** Resolves only when a writable master answers (see answersAsWritableMaster). */
   async ping(): Promise<void> {
-    await this.run(async () => {
-      if (this.client.isCluster) {
-        const info = String(await this.client.cluster('INFO'));
-        if (!info.includes('cluster_state:ok')) throw new Error('the Redis Cluster does not serve every slot (cluster_state is not ok)');
-        return;
-      }
-      const [role] = (await this.client.role()) as unknown[];
-      if (role !== 'master') throw new Error(`Redis answers as a ${String(role)}: no writable master is known`);
-    });
+    await this.run(() => answersAsWritableMaster(this.client));
+  }
+
+  evictionPolicies(): readonly MasterEvictionPolicy[] {
+    return this.eviction.latest;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.feed.close();
-    await Promise.all([quitOrDisconnect(this.subscriber), quitOrDisconnect(this.client)]);
+    const writer = this.writer === this.client ? [] : [quitOrDisconnect(this.writer)];
+    await Promise.all([quitOrDisconnect(this.subscriber), quitOrDisconnect(this.client), ...writer]);
   }
 
   private readHash(key: string): Promise<Hash | null> {
@@ -292,16 +290,4 @@ export class RedisStore implements Store {
   private unavailable(error: unknown): GatehouseError {
     return storeUnavailable(withoutCredentials(error), this.reconnects.msUntilNextAttempt());
   }
-}
-
-/**
- * PX takes a positive whole number of milliseconds. Anything else is a bug in
- * the caller (the configured retention is a positive number of seconds), not
- * a Redis failure, so it is not reported as one.
- */
-function retentionPx(retentionMs: number): number {
-  if (!Number.isFinite(retentionMs) || retentionMs <= 0) {
-    throw new RangeError(`retentionMs must be a positive number of milliseconds, not ${retentionMs}`);
-  }
-  return Math.ceil(retentionMs);
 }

@@ -10,6 +10,7 @@
 
 import type { AuthMethod } from '../core/vocabulary.js';
 import type { ApiKeyRecords } from './api-key-records.js';
+import type { MasterEvictionPolicy } from './eviction-policy.js';
 import type { IntrospectionAnswers } from './introspection-answers.js';
 import type { RateLimiterBackend } from './rate-limiters.js';
 import type { SharedKeyRecords } from './shared-keys.js';
@@ -111,6 +112,8 @@ export interface StoreLifecycle {
   readonly kind: 'memory' | 'redis';
   /** Resolves when the store answers; rejects otherwise (readiness). */
   ping(): Promise<void>;
+  /** Each Redis master's `maxmemory-policy` as last read (eviction-policy.ts); absent: nothing can evict (in-memory). */
+  evictionPolicies?(): readonly MasterEvictionPolicy[];
   close(): Promise<void>;
 }
 

@@ -9,7 +9,7 @@ import { fileDigest } from '../files/file-digest.js';
 import type { KeysStore, StoreLifecycle } from '../store/store.js';
 import { loadKeySet, type KeySet, type WatchedKeySet } from './keyset.js';
 import { NO_SIGNING_KEYS } from './no-keys.js';
-import { SharedKeySet } from './shared-keyset.js';
+import { SharedKeySet, type SharedKeySetOptions } from './shared-keyset.js';
 
 /** A store that may share keys: only a Redis one does. */
 type KeySharingStore = KeysStore & Pick<StoreLifecycle, 'kind'>;
@@ -25,13 +25,36 @@ export async function shareKeys(config: Config, store: KeySharingStore, local: W
     records: store.sharedKeys,
     // The host name is the pod's name in Kubernetes: logs and /readyz name instances as operators know them.
     instance: `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-    secret: config.requests.serviceToken,
+    ...sealSecrets(config, logger),
     retainMs: config.tokens.refreshTokenTtlS * 1000,
     logger: logger.child({ component: 'shared-keys' }),
     ...(usersFile !== undefined && { usersDigest: () => fileDigest(usersFile) }),
   });
   await shared.start();
   return shared;
+}
+
+/**
+ * The seal's secrets: `tokens.keySealSecret`, or as before it had a setting
+ * of its own the service token (the same MAC key either way, so naming the
+ * current service token as the seal secret changes nothing in the store:
+ * the first step of giving the seal a secret of its own).
+ */
+function sealSecrets(config: Config, logger: Logger): Pick<SharedKeySetOptions, 'secret' | 'acceptedSecrets'> {
+  const { keySealSecret, keySealSecretNext: next, keySealSecretPrevious: previous } = config.tokens;
+  const { serviceToken, serviceTokenPrevious } = config.requests;
+  if (keySealSecret === undefined && serviceToken !== undefined) {
+    const rotating = serviceTokenPrevious !== undefined;
+    (rotating ? logger.warn : logger.info).call(
+      logger,
+      'the public keys shared through the store are sealed with a key derived from requests.serviceToken (no tokens.keySealSecret): ' +
+        (rotating
+          ? "rotating the service token changes the seal too, and instances on different tokens ignore each other's keys; "
+          : 'a new service token would change the seal too; ') +
+        'set GATEHOUSE_KEY_SEAL_SECRET to the current service token first (docs/operations/rotations.md)',
+    );
+  }
+  return { secret: keySealSecret ?? serviceToken, acceptedSecrets: { next, previous } };
 }
 
 export interface SigningKeys {

@@ -2,18 +2,20 @@
 // it back. Each instance's private key stays on it; only public keys (and
 // until when each may verify) are published. Anyone who can write to Redis
 // could write an entry, and a key planted there would let them sign tokens
-// every instance accepts: so with `requests.serviceToken` configured (the
-// same secret on every instance, from the environment, never in Redis) each
-// entry carries an HMAC under a key derived from it, and an entry without a
-// valid one is ignored. Without the secret the store is trusted as it is;
-// the gateway warns at start (shared-keyset.ts).
+// every instance accepts: so each entry carries an HMAC under a key derived
+// from the seal secret (`tokens.keySealSecret`, else `requests.serviceToken`:
+// the same on every instance, from the environment, never in Redis), and an
+// entry without a valid one is ignored. Without a secret the store is trusted
+// as it is; the gateway warns at start (shared-keyset.ts). While the seal is
+// rotated, a next or a previous secret also opens entries; only the current
+// one seals (docs/operations/rotations.md).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { calculateJwkThumbprint, importJWK, type CryptoKey, type JWK } from 'jose';
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/schema.js';
 import { publicMembers } from './key-material.js';
 
 const ENTRY_VERSION = 1;
-/** Domain separation: the MAC key is not the bearer token the internal API takes. */
+/** Domain separation: a secret used elsewhere too (the service token) gives a MAC key of its own. */
 const MAC_CONTEXT = 'gatehouse shared signing keys v1';
 
 /** A public key as an instance publishes it. Times are epoch milliseconds. */
@@ -52,39 +54,84 @@ export interface PeerKey {
   readonly instance: string;
 }
 
-export class EntrySeal {
-  readonly #macKey: Buffer | undefined;
+/** Which of the configured secrets an entry's seal was made with. */
+export type SealRole = 'current' | 'next' | 'previous';
 
-  /** `secret`: `requests.serviceToken`; absent, entries are neither sealed nor checked. */
-  constructor(secret: string | undefined) {
-    this.#macKey = secret === undefined ? undefined : createHmac('sha256', secret).update(MAC_CONTEXT).digest();
+/** The secrets that open entries besides the one that seals: the two phases of a rotation of the seal. */
+export interface AcceptedSealSecrets {
+  /** Phase one: the new secret, accepted before any instance seals with it. */
+  next?: string | undefined;
+  /** Phase two: the old secret, still accepted while instances that seal with it remain. */
+  previous?: string | undefined;
+}
+
+export class EntrySeal {
+  /** The sealing key first. */
+  readonly #macKeys: ReadonlyArray<{ role: SealRole; key: Buffer }>;
+
+  /** `secret`: the one that seals (`tokens.keySealSecret`, else `requests.serviceToken`); absent, entries are neither sealed nor checked. */
+  constructor(secret: string | undefined, accepted: AcceptedSealSecrets = {}) {
+    const secrets: Array<[SealRole, string | undefined]> =
+      secret === undefined
+        ? []
+        : [
+            ['current', secret],
+            ['next', accepted.next],
+            ['previous', accepted.previous],
+          ];
+    this.#macKeys = secrets.flatMap(([role, value]) => (value === undefined ? [] : [{ role, key: macKeyOf(value) }]));
   }
 
   get authenticated(): boolean {
-    return this.#macKey !== undefined;
+    return this.#macKeys.length > 0;
   }
 
   seal(body: PublishedKey | InstanceView): string {
     const payload = JSON.stringify(body);
-    return JSON.stringify({ v: ENTRY_VERSION, payload, ...(this.#macKey && { mac: this.#mac(payload) }) });
+    const sealing = this.#macKeys[0];
+    return JSON.stringify({ v: ENTRY_VERSION, payload, ...(sealing && { mac: mac(sealing.key, payload) }) });
   }
 
   /** The entry's body, or null when it is not one this version wrote or its MAC is missing or wrong. */
   open(text: string): Record<string, unknown> | null {
-    const outer = parseObject(text);
-    if (outer === null || outer.v !== ENTRY_VERSION || typeof outer.payload !== 'string') return null;
-    if (this.#macKey) {
-      if (typeof outer.mac !== 'string') return null;
-      const expected = Buffer.from(this.#mac(outer.payload));
-      const given = Buffer.from(outer.mac);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    }
-    return parseObject(outer.payload);
+    return this.openSealed(text)?.body ?? null;
   }
 
-  #mac(payload: string): string {
-    return createHmac('sha256', this.#macKey!).update(payload).digest('base64url');
+  /** The entry's body and the secret whose seal it carries (undefined when entries are not sealed); null as for `open`. */
+  openSealed(text: string): { body: Record<string, unknown>; role: SealRole | undefined } | null {
+    const outer = parseObject(text);
+    if (outer === null || outer.v !== ENTRY_VERSION || typeof outer.payload !== 'string') return null;
+    let role: SealRole | undefined;
+    if (this.#macKeys.length > 0) {
+      if (typeof outer.mac !== 'string') return null;
+      const given = Buffer.from(outer.mac);
+      for (const { role: candidate, key } of this.#macKeys) {
+        const expected = Buffer.from(mac(key, outer.payload));
+        if (given.length === expected.length && timingSafeEqual(given, expected)) role ??= candidate;
+      }
+      if (role === undefined) return null;
+    }
+    const body = parseObject(outer.payload);
+    return body === null ? null : { body, role };
   }
+}
+
+/**
+ * What an entry says, its seal unchecked: only to name, in an alarm, the
+ * instance whose entries this one cannot open. Never trusted for anything else.
+ */
+export function unsealedClaim(text: string): Record<string, unknown> | null {
+  const outer = parseObject(text);
+  return outer === null || typeof outer.payload !== 'string' ? null : parseObject(outer.payload);
+}
+
+/** Domain separation: the MAC key is not the secret itself (which, derived, is the internal API's bearer token). */
+function macKeyOf(secret: string): Buffer {
+  return createHmac('sha256', secret).update(MAC_CONTEXT).digest();
+}
+
+function mac(key: Buffer, payload: string): string {
+  return createHmac('sha256', key).update(payload).digest('base64url');
 }
 
 /** The key an entry publishes, imported; null when the entry is not a well-formed key whose kid is its thumbprint. */

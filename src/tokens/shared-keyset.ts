@@ -1,10 +1,12 @@
 // Signing keys across instances that share a store but no file. Each instance keeps its private key in its own keys
 // file (keyset.ts) and publishes the public half, with until when it may verify, through the store; every instance
-// verifies with, and its JWKS serves, the union.
+// verifies with, and its JWKS serves, the union (its peers' as read by peer-keys.ts).
 //
-// Invariants: no private key leaves its instance (entries may be sealed, shared-key-entry.ts); a new key is taken up
-// in every live instance's view (instance-views.ts) before this one signs with it; an unknown kid costs one store
-// read (one in flight, then a cooldown); a key verifies for the retention after its last heartbeat or retirement.
+// Invariants: no private key leaves its instance (entries may be sealed, shared-key-entry.ts); an instance reads its
+// peers' keys as it starts but publishes its own and its view only once its listeners are up (`publish`), so a start
+// that failed was never a peer; a new key is taken up in every live instance's view (instance-views.ts) before this
+// one signs with it; an unknown kid costs one store read (one in flight, then a cooldown); a key verifies for the
+// retention after its last heartbeat or retirement.
 // Why: docs/decisions/0016-signing-keys-shared-through-the-store.md
 import { EventEmitter } from 'node:events';
 import type { CryptoKey, JWK, JWTHeaderParameters, KeyObject } from 'jose';
@@ -14,7 +16,8 @@ import type { SharedKeyRecords } from '../store/shared-keys.js';
 import type { LoadedKey } from './key-material.js';
 import { newestUnretired } from './key-policy.js';
 import type { KeySet, SigningKey, WatchedKeySet } from './keyset.js';
-import { EntrySeal, importPublishedKey, type InstanceView, type PeerKey, type PublishedKey } from './shared-key-entry.js';
+import { PeerKeys } from './peer-keys.js';
+import { EntrySeal, type AcceptedSealSecrets, type InstanceView, type PublishedKey } from './shared-key-entry.js';
 import { InstanceViews } from './instance-views.js';
 import { TokenError } from './types.js';
 
@@ -23,8 +26,10 @@ export interface SharedKeySetOptions {
   records: SharedKeyRecords;
   /** This instance's id in the store (unique per process start). */
   instance: string;
-  /** `requests.serviceToken`: seals and checks entries; absent, the store is trusted as it is. */
+  /** The seal secret (`tokens.keySealSecret`, else `requests.serviceToken`): seals and checks entries; absent, the store is trusted as it is. */
   secret: string | undefined;
+  /** The seal's next or previous secret, during its rotation: entries they sealed are opened too. */
+  acceptedSecrets?: AcceptedSealSecrets;
   /** How long a retired key keeps verifying: the refresh-token lifetime. */
   retainMs: number;
   logger: Logger;
@@ -39,8 +44,8 @@ export interface SharedKeySetOptions {
 }
 
 export interface SharedKeySetEvents {
-  /** After every heartbeat: this instance's view and its live peers'. */
-  views: [own: InstanceView, peers: InstanceView[]];
+  /** After every heartbeat: this instance's view, its live peers', and the instances whose sealed entries it cannot open. */
+  views: [own: InstanceView, peers: InstanceView[], unopened: string[]];
 }
 
 const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -48,13 +53,11 @@ const DEFAULT_ACK_TIMEOUT_MS = 5_000;
 const DEFAULT_LOOKUP_COOLDOWN_MS = 1_000;
 
 export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements KeySet {
-  readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
+  readonly #o: Required<Omit<SharedKeySetOptions, 'usersDigest' | 'secret' | 'acceptedSecrets'>> & Pick<SharedKeySetOptions, 'usersDigest'>;
   readonly #seal: EntrySeal;
   readonly views: InstanceViews;
-  /** Peers' keys by kid; this instance's own are the local set's. */
-  #peers = new Map<string, PeerKey>();
-  /** Parsed entries by their text, so an unchanged entry is not checked and imported again. */
-  #parsed = new Map<string, PeerKey | null>();
+  /** Peers' keys; this instance's own are the local set's. */
+  readonly #peers: PeerKeys;
   #jwks: { keys: JWK[] } = { keys: [] };
   #algorithms: SigningAlgorithm[] = [];
   #jwksSource: unknown;
@@ -63,8 +66,10 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
-  /** The views of the last heartbeat (the first is at start, before anyone could listen for it). */
-  lastViews: { own: InstanceView; peers: InstanceView[] } | undefined;
+  /** Whether this instance's keys and view are in the store: only once its listeners are up. */
+  #published = false;
+  /** The views of the last heartbeat (the first is at `publish`, perhaps before anyone listened for it). */
+  lastViews: { own: InstanceView; peers: InstanceView[]; unopened: string[] } | undefined;
 
   constructor(options: SharedKeySetOptions) {
     super();
@@ -75,7 +80,8 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
       now: Date.now,
       ...options,
     };
-    this.#seal = new EntrySeal(options.secret);
+    this.#seal = new EntrySeal(options.secret, options.acceptedSecrets);
+    this.#peers = new PeerKeys({ records: options.records, seal: this.#seal, local: options.local, logger: options.logger, now: this.#o.now });
     this.views = new InstanceViews({
       records: options.records,
       seal: this.#seal,
@@ -86,22 +92,33 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     this.#rebuild();
   }
 
-  /** Publishes this instance's keys, reads its peers', and keeps both current. Never rejects: a store down now is tried again each heartbeat. */
+  /** Reads its peers' keys and keeps them current; publishes nothing yet (`publish`). Never rejects: a store down now is read again later. */
   async start(): Promise<void> {
     const { local, records, logger } = this.#o;
     if (!this.#seal.authenticated) {
       logger.warn(
-        'no requests.serviceToken (GATEHOUSE_SERVICE_TOKEN): public keys shared through the store are not sealed, ' +
+        'no tokens.keySealSecret (GATEHOUSE_KEY_SEAL_SECRET) nor requests.serviceToken: public keys shared through the store are not sealed, ' +
           'so whoever can write to Redis can add a key every instance trusts',
       );
     }
     local.setBeforeSigning((keys) => this.#announce(keys));
     this.#unsubscribe = records.onKeysChanged(() => void this.#refreshAndReport());
+    await this.#refresh().catch((error: unknown) => logger.warn({ err: error }, 'cannot read the shared signing keys yet; trying again at the first token'));
+  }
+
+  /**
+   * Once the listeners are up: publishes this instance's keys (trusted by
+   * every live peer before it goes on, as in a rotation), then its view, and
+   * renews both every heartbeat. Never rejects: a store down now is tried
+   * again each heartbeat.
+   */
+  async publish(): Promise<void> {
+    if (this.#published || this.#closed) return;
+    this.#published = true;
     try {
-      // A starting instance is a rotation too: its key is trusted everywhere before it serves (and signs).
-      await this.#announce(local.verifyingKeys());
+      await this.#announce(this.#o.local.verifyingKeys());
     } catch (error) {
-      logger.warn({ err: error }, "cannot publish this instance's signing key yet; trying again at the next heartbeat");
+      this.#o.logger.warn({ err: error }, "cannot publish this instance's signing key yet; trying again at the next heartbeat");
     }
     await this.#heartbeat();
     this.#timer = setInterval(() => void this.#heartbeat(), this.#o.heartbeatMs).unref();
@@ -118,10 +135,10 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   async getVerificationKey(header: JWTHeaderParameters): Promise<KeyObject | CryptoKey> {
     const kid = header.kid;
     if (typeof kid === 'string' && this.#o.local.knows(kid)) return this.#o.local.getVerificationKey(header);
-    let key = typeof kid === 'string' ? this.#peer(kid) : undefined;
+    let key = typeof kid === 'string' ? this.#peers.get(kid) : undefined;
     if (key === undefined && typeof kid === 'string') {
       await this.#lookUp();
-      key = this.#peer(kid);
+      key = this.#peers.get(kid);
     }
     if (key === undefined) throw new TokenError('unknown signing key');
     if (header.alg !== key.alg) throw new TokenError('algorithm not allowed');
@@ -138,7 +155,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     return this.#algorithms;
   }
 
-  /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same). */
+  /** Publishes, reads and reports now rather than at the next heartbeat (tests; the heartbeat does the same); nothing before `publish`. */
   heartbeatNow(): Promise<void> {
     return this.#heartbeat();
   }
@@ -155,7 +172,7 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
 
   /** Every kid this instance verifies with, sorted. */
   trustedKids(): string[] {
-    return [...new Set([...this.#o.local.verifyingKeys().map((k) => k.kid), ...this.#peers.keys()])].sort();
+    return [...new Set([...this.#o.local.verifyingKeys().map((k) => k.kid), ...this.#peers.kids()])].sort();
   }
 
   /** Stops the heartbeat and takes this instance's view out of the store; its keys stay there until they expire. */
@@ -166,11 +183,6 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     this.#unsubscribe?.();
     this.#o.local.close();
     await this.views.withdraw().catch((error: unknown) => this.#o.logger.warn({ err: error }, 'could not withdraw this instance from the store'));
-  }
-
-  #peer(kid: string): PeerKey | undefined {
-    const key = this.#peers.get(kid);
-    return key !== undefined && key.verifyUntil > this.#o.now() ? key : undefined;
   }
 
   /** One read of the store in flight at a time, and none again within the cooldown: unknown kids cannot make it a flood. */
@@ -215,41 +227,15 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
     }
   }
 
-  /** Reads every published key; drops (and deletes) those past their time. */
+  /** Reads every published key (tokens/peer-keys.ts); the JWKS follows a change. */
   async #refresh(): Promise<void> {
-    const { records, logger, now } = this.#o;
-    const entries = await records.allKeys();
-    const parsed = new Map<string, PeerKey | null>();
-    const peers = new Map<string, PeerKey>();
-    const expired: string[] = [];
-    for (const [kid, text] of entries) {
-      let key = this.#parsed.get(text);
-      if (key === undefined) {
-        const body = this.#seal.open(text);
-        key = body === null ? null : await importPublishedKey(body);
-        if (key === null || key.kid !== kid) {
-          logger.warn({ kid }, 'ignoring a shared signing key entry that is not sealed by this deployment or not a valid public key');
-          key = null;
-        }
-      }
-      parsed.set(text, key);
-      if (key === null) continue;
-      if (key.verifyUntil <= now()) expired.push(kid);
-      else if (!this.#o.local.knows(kid)) peers.set(kid, key);
-    }
-    this.#parsed = parsed;
-    const changed = peers.size !== this.#peers.size || [...peers.keys()].some((kid) => !this.#peers.has(kid));
-    this.#peers = peers;
-    if (changed) {
-      this.#rebuild();
-      logger.info({ kids: [...peers.keys()] }, 'took up the signing keys other instances published');
-    }
-    await records.removeKeys(expired);
+    if (await this.#peers.read()) this.#rebuild();
   }
 
   async #refreshAndReport(): Promise<void> {
     try {
       await this.#refresh();
+      if (!this.#published) return;
       await this.views.write(await this.#ownView());
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'cannot read the shared signing keys; the keys in memory stay in use');
@@ -257,15 +243,15 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   }
 
   async #heartbeat(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || !this.#published) return;
     try {
       await this.#publish(this.#o.local.verifyingKeys());
       await this.#refresh();
       const own = await this.#ownView();
       await this.views.write(own);
-      const peers = await this.views.livePeers();
-      this.lastViews = { own, peers };
-      this.emit('views', own, peers);
+      const { live: peers, unopened } = await this.views.read();
+      this.lastViews = { own, peers, unopened };
+      this.emit('views', own, peers, unopened);
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'cannot share signing keys through the store now; trying again at the next heartbeat');
     }
@@ -290,7 +276,8 @@ export class SharedKeySet extends EventEmitter<SharedKeySetEvents> implements Ke
   #rebuild(): void {
     const local = this.#o.local.publicJwks();
     this.#jwksSource = local;
-    const peers = [...this.#peers.values()];
+    // A key read as a peer's before this instance's own file held it (a rotation on a shared file) is listed once, as its own.
+    const peers = this.#peers.all().filter((key) => !this.#o.local.knows(key.kid));
     this.#jwks = Object.freeze({ keys: [...local.keys, ...peers.map((k) => k.publicJwk)] }) as { keys: JWK[] };
     this.#algorithms = Object.freeze([...new Set([...this.#o.local.algorithms(), ...peers.map((k) => k.alg)])]) as SigningAlgorithm[];
   }

@@ -41,10 +41,30 @@ export interface TokenSet {
  */
 export class TokenError extends Error {
   readonly reason: string;
+  /**
+   * The token bears our valid signature: it was issued here, and refused for
+   * what became of it (expired, its session ended, another type). Nobody
+   * guesses such a token, so the login throttle does not count it.
+   */
+  readonly wellSigned: boolean;
 
-  constructor(reason: string, options?: { cause?: unknown }) {
+  constructor(reason: string, options?: { cause?: unknown; wellSigned?: boolean }) {
     super(reason, options);
     this.name = 'TokenError';
     this.reason = reason;
+    this.wellSigned = options?.wellSigned ?? false;
   }
+
+  /** The same refusal, known to be of a token that bears our valid signature. */
+  ofWellSignedToken(): TokenError {
+    return this.wellSigned ? this : new TokenError(this.reason, { cause: this.cause, wellSigned: true });
+  }
+}
+
+/** Whether `error`, or an error it was caused by, refuses a token that bears our valid signature. */
+export function refusesWellSignedToken(error: unknown): boolean {
+  for (let at = error, depth = 0; at instanceof Error && depth < 4; at = at.cause, depth += 1) {
+    if (at instanceof TokenError) return at.wellSigned;
+  }
+  return false;
 }

@@ -103,10 +103,15 @@ export class TokenVerifier {
     const signature = Buffer.from(token.slice(second + 1), 'base64url');
     const signed = Buffer.from(token.slice(0, second), 'latin1'); // base64url and `.`: ASCII
     if (!signatureMatches(alg as SigningAlgorithm, signed, key, signature)) throw new TokenError('invalid signature');
-    const payload = decodeSegment(token, first + 1, second);
-    if (payload === null) throw new TokenError('malformed token');
-    this.#checkClaims(payload);
-    return tokenClaims(payload, accept);
+    try {
+      const payload = decodeSegment(token, first + 1, second);
+      if (payload === null) throw new TokenError('malformed token');
+      this.#checkClaims(payload);
+      return tokenClaims(payload, accept);
+    } catch (error) {
+      // Past the signature: a token of ours, expired or used where it does not belong, never a guess.
+      throw error instanceof TokenError ? error.ofWellSignedToken() : error;
+    }
   }
 
   /** jose's validateClaimsSet for the claims we require: presence, then iss, aud, iat, nbf, exp. */

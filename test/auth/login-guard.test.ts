@@ -12,6 +12,7 @@ import { LimiterFactory } from '../../src/limits/limiters.js';
 import { LoginThrottle } from '../../src/limits/login-throttle.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { TokenError } from '../../src/tokens/types.js';
 import type { Store } from '../../src/store/store.js';
 import { expectDiagnoses, gatehouseErrorOf } from '../helpers/diagnoses.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -116,6 +117,18 @@ describe('the login guard', () => {
       ['failure', undefined, 'refresh'],
       ['throttled', undefined, 'refresh'],
     ]);
+  });
+});
+
+describe('the login guard and refresh tokens of our own', () => {
+  it('does not count a well-signed refresh token whose session ended or time ran out: it is not a guess', async () => {
+    const { guard, audit } = guarded({ failuresPerAddress: 2 });
+    const stale = () => Promise.reject(gatehouseError('invalid_refresh_token', { cause: new TokenError('session ended', { wellSigned: true }) }));
+    const context = { address: '192.0.2.6', requestId: 'r' };
+    for (let i = 0; i < 5; i++) expect((await gatehouseErrorOf(guard.refresh(context, stale))).code).toBe('invalid_refresh_token');
+    expect(await guard.refresh(context, async () => ({ result: 'tokens', admitted: ADMITTED }))).toBe('tokens');
+    // Audited as failures all the same.
+    expect(audit().map((line) => line.outcome)).toStrictEqual(['failure', 'failure', 'failure', 'failure', 'failure', 'success']);
   });
 });
 

@@ -9,6 +9,7 @@ import { parseConfig } from '../../src/config-load/load.js';
 import {
   DEMO_USER,
   demoUserCheck,
+  evictingRedisCheck,
   httpIssuerCheck,
   keysFileCheck,
   memoryStoreCheck,
@@ -19,6 +20,7 @@ import {
   type ProductionContext,
 } from '../../src/config-load/production-checks.js';
 import { writeTestUsers } from '../helpers/gateway.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 // One `openssl rand -base64 32`, as it came out.
 const SERVICE_TOKEN = 'moKictOf3AZPNVTZ7398+cEn/T+XuI0JCSz+O5hVXB0=';
@@ -164,5 +166,26 @@ describe('keys-file-in-config-folder', () => {
     }
     expect(await keysFileCheck.run(context({ tokens: { keysFile: '/var/lib/gatehouse/keys.json' } }))).toEqual([]);
     expect(await keysFileCheck.run(context())).toEqual([]);
+  });
+});
+
+describe('evicting-redis', () => {
+  it('finds a Redis master that evicts keys, naming its policy; not one with noeviction, nor one out of reach', { timeout: 30_000 }, async () => {
+    const evicting = await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] });
+    const keeping = await startRedisServer({ args: ['--maxmemory-policy', 'noeviction'] });
+    try {
+      const found = await evictingRedisCheck.run(context({ store: { url: evicting.url } }));
+      expect(found).toEqual([
+        expect.objectContaining({
+          setting: 'store.url',
+          problem: expect.stringContaining('maxmemory-policy allkeys-lru'),
+          fix: expect.stringContaining('noeviction'),
+        }),
+      ]);
+      expect(await evictingRedisCheck.run(context({ store: { url: keeping.url } }))).toEqual([]);
+    } finally {
+      await Promise.all([evicting.close(), keeping.close()]);
+    }
+    expect(await evictingRedisCheck.run(context({ store: { url: evicting.url } }))).toEqual([]);
   });
 });

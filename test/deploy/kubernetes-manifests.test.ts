@@ -86,8 +86,11 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (name) => {
     for (const variable of Object.keys(env)) expect(known, variable).toContain(variable);
   });
 
-  it("gives the config the service token from the operator's secret file, and nothing secret in the ConfigMap", () => {
+  it("gives the config the service token and the seal secret from the operator's secret file, and nothing secret in the ConfigMap", () => {
     expect(o.config().requests.serviceToken).toBe(builds.secrets.get(name)!.GATEHOUSE_SERVICE_TOKEN);
+    // The seal of the published keys has a secret of its own, so the service token can be rotated alone (docs/operations/rotations.md).
+    expect(o.config().tokens.keySealSecret).toBe(builds.secrets.get(name)!.GATEHOUSE_KEY_SEAL_SECRET);
+    expect(o.config().tokens.keySealSecret).not.toBe(o.config().requests.serviceToken);
     const file = parse(o.one('ConfigMap', 'gatehouse-config').data['gatehouse.yaml']) as Manifest;
     expect(file.requests?.serviceToken).toBeUndefined();
     expect(file.store?.url).toBeUndefined();

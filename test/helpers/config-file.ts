@@ -46,6 +46,11 @@ identity:
   usersFile: ./users.yaml
   watch: true
 
+# Load shedding reads this machine's event loop, which other tests make late at random: on only where a test asks for it.
+limits:
+  loadShedding:
+    enabled: false
+
 tokens:
   issuer: http://localhost:8080
   audience: gatehouse

@@ -18,13 +18,14 @@ const view = (instance: string, signing: string, kids: string[], users = 'u1') =
 
 describe('compareViews', () => {
   it('finds no disagreement when every instance trusts every signing key and holds the same users', () => {
-    expect(compareViews(view('a', 'ka', ['ka', 'kb']), [view('b', 'kb', ['ka', 'kb', 'old'])])).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: [] });
+    const agreement = compareViews(view('a', 'ka', ['ka', 'kb']), [view('b', 'kb', ['ka', 'kb', 'old'])]);
+    expect(agreement).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: [], sealDiffers: [] });
   });
 
   it("names the instance that does not trust another's signing key, and the peer with another users file", () => {
     const own = view('a', 'ka', ['ka', 'kb', 'kc']);
     const peers = [view('b', 'kb', ['ka', 'kb', 'kc']), view('c', 'kc', ['kc', 'kb'], 'u2')];
-    expect(compareViews(own, peers)).toStrictEqual({ peers: 2, keysDiffer: ['c'], usersDiffer: ['c'] });
+    expect(compareViews(own, peers)).toStrictEqual({ peers: 2, keysDiffer: ['c'], usersDiffer: ['c'], sealDiffers: [] });
     // This instance itself missing a peer's key is a disagreement too.
     expect(compareViews(view('a', 'ka', ['ka']), [view('b', 'kb', ['ka', 'kb'])]).keysDiffer).toStrictEqual(['a']);
   });
@@ -63,6 +64,7 @@ describe('PeerAgreement', () => {
     };
     const a = await make('a');
     await a.set.start();
+    await a.set.publish();
     // b's file differs from a's before b starts: b's first check says so.
     const logs = logSink('info');
     const metrics = new Metrics();
@@ -70,7 +72,8 @@ describe('PeerAgreement', () => {
     await writeFile(b.usersFile, 'users: { alice: {} }\n');
     const agreement = new PeerAgreement(b.set, metrics, logs.logger);
     await b.set.start();
-    expect(agreement.state()).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: ['a'] });
+    await b.set.publish();
+    expect(agreement.state()).toStrictEqual({ peers: 1, keysDiffer: [], usersDiffer: ['a'], sealDiffers: [] });
     expect(logs.entries().find((e) => e.view === 'users')).toMatchObject({ level: 40, instances: ['a'] });
     expect(await metrics.registry.getSingleMetricAsString('gatehouse_peer_disagreements')).toContain('gatehouse_peer_disagreements{view="users"} 1');
     // The operator copies the file: at the next heartbeat, they agree again.

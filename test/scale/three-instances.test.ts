@@ -17,26 +17,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway } from '../../src/app.js';
 import { runKeysCommand } from '../../src/cli/keys.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { SharedKeySet } from '../../src/tokens/shared-keyset.js';
 import { jwtPayload, login, writeTestUsers } from '../helpers/gateway.js';
-import { logSink, type LogSink } from '../helpers/log-sink.js';
+import { logSink } from '../helpers/log-sink.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import type { Instance } from './fleet.js';
 
 const SERVICE_TOKEN = 'WJf3LCrQHIjccd4fHhi5Zi4pBhYCrzQr8wVP6xXWQL0=';
 const ISSUER = 'https://gatehouse.scale.test';
-
-interface Instance {
-  name: string;
-  dir: string;
-  gateway: Gateway;
-  url: string;
-  adminUrl: string;
-  logs: LogSink;
-}
 
 let redis: { url: string; close(): Promise<void> };
 let upstream: Upstream;

@@ -55,7 +55,7 @@ async function prepare(name: string): Promise<Host> {
     `store: {url: "${redis.url}", keyPrefix: "${keyPrefix}"}`,
     'identity: {provider: local, usersFile: ./users.yaml, usersIn: store, usersRereadS: 3600}',
     'tokens: {issuer: "https://gatehouse.users-loss.test", keysFile: ./keys.json}',
-    'requests: {serviceToken: users-loss-test-service-token-0123456789}',
+    'requests: {serviceToken: "Qz8vN2kR5tLw1XyHc7PmB4dF9sGj3eUa6VbK0oWnTiE="}',
     'limits: {loadShedding: {enabled: false}}',
     `routes: [{name: orders, prefix: /orders, upstreams: ["${upstream.url}"]}]`,
   ];

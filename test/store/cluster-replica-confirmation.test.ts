@@ -5,13 +5,13 @@
 // attached, so this is not the lone-master case), the store does not
 // confirm the write and says so; once the replica runs again it does.
 import { randomUUID } from 'node:crypto';
-import calculateSlot from 'cluster-key-slot';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createStore } from '../../src/store/create-store.js';
 import { unconfirmedOutcome } from '../../src/store/store-unavailable.js';
 import type { RequestRecord, Store } from '../../src/store/store.js';
-import { command, infoField } from '../helpers/redis-nodes.js';
+import { masterOfRequest, replicaPidOfRequest } from '../helpers/cluster-slots.js';
+import { command } from '../helpers/redis-nodes.js';
 import { startCluster, type RedisCluster } from '../helpers/redis-topology.js';
 
 const RETENTION_MS = 60_000;
@@ -30,13 +30,13 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-/** The pid of the replica of the master that serves `id`'s record. */
-async function replicaPidFor(id: string): Promise<number> {
-  const slot = calculateSlot(`gatehouse:request:{${id}}`);
-  const masters = await cluster.masters();
-  const master = masters.find((m) => m.slots.some(([from, to]) => slot >= from && slot <= to))!;
-  const info = String(await command(master.replicas[0]!, 'INFO', 'server'));
-  return Number(infoField(info, 'process_id'));
+const masterFor = (id: string) => masterOfRequest(cluster, id);
+const replicaPidFor = (id: string) => replicaPidOfRequest(cluster, id);
+
+/** The ids of the master's client connections blocked in WAIT. */
+async function blockedInWait(port: number): Promise<string[]> {
+  const clients = String(await command(port, 'CLIENT', 'LIST')).split('\n');
+  return clients.filter((line) => / cmd=wait /.test(` ${line} `)).map((line) => /\bid=(\d+)/.exec(line)![1]!);
 }
 
 function recordOf(id: string): RequestRecord {
@@ -65,6 +65,25 @@ describe('a Redis Cluster store', () => {
       );
       // The master applied it; no replica confirmed it: the caller learns exactly that (and journals it).
       expect(outcome).toBe('applied');
+    } finally {
+      process.kill(replica, 'SIGCONT');
+    }
+  });
+
+  it('answers reads of a master while a write to it waits for its replica: WAIT holds a connection of its own', { timeout: 60_000 }, async () => {
+    const id = randomUUID();
+    const { port } = await masterFor(id);
+    await store.createRequest(recordOf(id), RETENTION_MS);
+    const replica = await replicaPidFor(id);
+    process.kill(replica, 'SIGSTOP');
+    try {
+      const report = store.transitionRequest(id, 'completed', RETENTION_MS).catch(() => 'unconfirmed');
+      let waiting: string[] = [];
+      await vi.waitFor(async () => expect((waiting = await blockedInWait(port))).not.toStrictEqual([]), { timeout: 5_000, interval: 5 });
+      // The read is answered while that WAIT still holds its connection (it ends only after 500 ms).
+      expect((await store.getRequest(id))?.status).toBe('completed');
+      expect(await blockedInWait(port)).toStrictEqual(waiting);
+      await report;
     } finally {
       process.kill(replica, 'SIGCONT');
     }

@@ -270,6 +270,15 @@ describe('JWT attacks', () => {
     expect(await reason(token)).toBe('token expired');
   });
 
+  it('refusals past our signature say so (not a guess), a forged one does not', async () => {
+    const nowS = Math.floor(Date.now() / 1000);
+    const expired = await refusal(await forge(ourHeader(), claims({ iat: nowS - HOUR_S, exp: nowS - 60 }), ourKey));
+    expect({ reason: expired.reason, wellSigned: expired.wellSigned }).toStrictEqual({ reason: 'token expired', wellSigned: true });
+    const forged = await refusal(await forge(ourHeader(), claims(), (await attackerKey()).privateKey));
+    expect({ reason: forged.reason, wellSigned: forged.wellSigned }).toStrictEqual({ reason: 'invalid signature', wellSigned: false });
+    expect((await refusal('not-a-token')).wellSigned).toBe(false);
+  });
+
   it('nbf in the future', async () => {
     const nowS = Math.floor(Date.now() / 1000);
     expect(await reason(await forge(ourHeader(), claims({ nbf: nowS + 600 }), ourKey))).toBe('token not yet valid');

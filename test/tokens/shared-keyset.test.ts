@@ -60,6 +60,7 @@ async function instance(name: string, options: Partial<SharedKeySetOptions> = {}
     ...options,
   });
   await shared.start();
+  await shared.publish();
   started.push(shared);
   return shared;
 }
