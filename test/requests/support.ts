@@ -27,8 +27,8 @@ export async function makeStore(kind: StoreKind, redisUrl: string, keyPrefix = `
   return createStore({ url: redisUrl, keyPrefix }, silent);
 }
 
-/** Members that never reach the store's connection: listeners' registrations, the feed's state, the end. */
-const NEVER_FAILS = /^(on[A-Z]|revocationFeedInterrupted$|close$)/;
+/** Members that never reach the store's connection, and answer at once: listeners' registrations, what was last read, the end. */
+const NEVER_FAILS = /^(on[A-Z]|revocationFeedInterrupted$|evictionPolicies$|close$)/;
 
 /**
  * A real store that counts calls, can hold request creation back (to prove a
