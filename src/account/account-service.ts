@@ -14,7 +14,7 @@ import { generateApiKey } from '../identity/api-keys.js';
 import type { KeyScope } from '../identity/key-scope.js';
 import type { LocalIdentityProvider } from '../identity/local-provider.js';
 import { isUserMadeKey, type ApiKeyRecord } from '../identity/users-file.js';
-import type { SessionRecord, Store } from '../store/store.js';
+import type { SessionRecord, SessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { ApiKeyDirectory, KeyOwner } from './api-key-directory.js';
 import { revokeKeyAndEndSessions } from './revoke-api-key.js';
@@ -25,7 +25,7 @@ export interface AccountServiceOptions {
   keys: ApiKeyDirectory;
   /** The users file's keys that users made (`keys` itself on the in-memory store). */
   fileKeys: ApiKeyDirectory;
-  store: Store;
+  store: SessionStore;
   settings: AccountConfig;
   logger: Logger;
   now?: () => number;

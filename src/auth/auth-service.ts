@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
-import type { SessionRecord, Store } from '../store/store.js';
+import type { SessionRecord, SessionStore } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
 import type { TokenType } from '../core/vocabulary.js';
 import { TokenError, type TokenClaims, type TokenSet } from '../tokens/types.js';
@@ -34,7 +34,7 @@ export interface Authentication {
 
 export interface AuthServiceDeps {
   identity: IdentityProvider;
-  store: Store;
+  store: SessionStore;
   issuer: TokenIssuer;
   verifier: TokenVerifier;
   /** The one rule for whether a token's session is alive (the proxy asks it too). */

@@ -14,7 +14,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { dpopChallenge, DpopNonceError, DpopProofError, type DpopProofCheck } from '../dpop/proof-check.js';
 import type { IdentityProvider } from '../identity/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
-import type { Store } from '../store/store.js';
+import type { SessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError, type TokenClaims } from '../tokens/types.js';
 import type { TokenVerifier } from '../tokens/verifier.js';
@@ -24,7 +24,7 @@ import { SESSION_ENDED, SessionTokenCheck, type TokenCheck } from './token-check
 import { VerifiedTokenCache } from './token-cache.js';
 
 interface CommonOptions {
-  store: Store;
+  store: SessionStore;
   identity: IdentityProvider;
   /** How many verified tokens are remembered (`tokens.cacheMaxEntries`). */
   maxEntries: number;
@@ -52,7 +52,7 @@ export const BOUND_ONLY = 'this route admits only DPoP-bound tokens';
 
 export class BearerAuthenticator {
   readonly #check: TokenCheck;
-  readonly #store: Store;
+  readonly #store: SessionStore;
   readonly #identity: IdentityProvider;
   readonly #logger: Logger;
   readonly #now: () => number;

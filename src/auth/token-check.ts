@@ -4,7 +4,7 @@
 // and where its session lives. In local mode Gatehouse signed it and the store
 // holds its session (below); a fronted OpenID Provider's tokens are checked
 // against the provider's keys or its introspection (oidc/provider-token-check.ts).
-import type { SessionRecord, Store } from '../store/store.js';
+import type { SessionRecord, SessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { TokenType } from '../core/vocabulary.js';
 import { TokenError, type TokenClaims } from '../tokens/types.js';
@@ -29,9 +29,9 @@ const NO_ROLES: readonly string[] = Object.freeze([]);
 /** Local mode: a token Gatehouse signed, of a session the store still holds for the same user. */
 export class SessionTokenCheck implements TokenCheck {
   readonly #verifier: TokenVerifier;
-  readonly #store: Store;
+  readonly #store: SessionStore;
 
-  constructor(verifier: TokenVerifier, store: Store) {
+  constructor(verifier: TokenVerifier, store: SessionStore) {
     this.#verifier = verifier;
     this.#store = store;
   }

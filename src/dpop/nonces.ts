@@ -9,11 +9,11 @@
 // fetched a nonce just before a rotation is not refused at once. Each epoch's
 // value is asked of the store once per instance and kept in memory.
 import { randomBytes } from 'node:crypto';
-import type { Store } from '../store/store.js';
+import type { DpopStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 
 export interface DpopNoncesOptions {
-  store: Pick<Store, 'shareDpopNonce'>;
+  store: DpopStore;
   /** `tokens.dpop.nonceRotateS`: how long one nonce is handed out. */
   rotateS: number;
   /** Epoch milliseconds; for tests of rotation. */
@@ -24,7 +24,7 @@ export interface DpopNoncesOptions {
 const KEPT_EPOCHS = 3;
 
 export class DpopNonces {
-  readonly #store: Pick<Store, 'shareDpopNonce'>;
+  readonly #store: DpopStore;
   readonly #rotateMs: number;
   readonly #now: () => number;
   readonly #byEpoch = new Map<number, Promise<string>>();

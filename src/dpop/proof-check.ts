@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
 import type { ClientAddress } from '../http/client-address.js';
-import type { Store } from '../store/store.js';
+import type { DpopStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError } from '../tokens/types.js';
 import type { DpopNonces } from './nonces.js';
@@ -25,7 +25,7 @@ export interface DpopProofCheckOptions {
   algorithms: readonly string[];
   /** `tokens.dpop.proofWindowS`: how far `iat` may be from now, either way. */
   proofWindowS: number;
-  store: Pick<Store, 'rememberDpopProof'>;
+  store: DpopStore;
   /** Whose X-Forwarded-Proto and -Host are believed (`server.trustedProxies`). */
   clientAddress: Pick<ClientAddress, 'trustsPeer'>;
   /** Server nonces (`tokens.dpop.requireNonce`): absent, proofs need none. */
@@ -67,7 +67,7 @@ const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
 export class DpopProofCheck {
   readonly algorithms: readonly string[];
   readonly #window: number;
-  readonly #store: Pick<Store, 'rememberDpopProof'>;
+  readonly #store: DpopStore;
   readonly #clientAddress: Pick<ClientAddress, 'trustsPeer'>;
   readonly #now: () => number;
   readonly #nonces: DpopNonces | undefined;

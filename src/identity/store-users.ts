@@ -11,7 +11,7 @@
 // again: only `gatehouse users import` puts the users back and ends it.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { StoreFeed, UsersStore } from '../store/store.js';
 import type { SeedOutcome, UserRecords, UsersState } from '../store/user-records.js';
 import { readUsersFile, UsersFileError, validateUsersData, type UserRecord, type UsersFileData } from './users-file.js';
 import type { UsersChange, UsersRead, UsersSource } from './users-source.js';
@@ -193,7 +193,7 @@ async function seedRecords(file: string): Promise<Map<string, string>> {
  * (and a new store seeded) as soon as it does.
  */
 export async function openStoreUsers(
-  store: Store,
+  store: UsersStore & StoreFeed,
   options: { usersFile: string; logger: Logger; rereadMs?: number; onLossChange?: (loss: UsersLoss | undefined) => void },
 ): Promise<StoreUsers> {
   if (store.users === undefined) throw new Error('identity.usersIn: store needs the Redis store (store.url)');

@@ -6,7 +6,7 @@ import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import { rateLimitersOf, type RateLimiterBackend } from '../store/rate-limiters.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
-import type { Store } from '../store/store.js';
+import type { LimitsStore } from '../store/store.js';
 
 export interface LimiterSpec {
   /** Part of every key: one name per kind of counter. */
@@ -27,7 +27,7 @@ export type Limiter = RateLimiterAbstract;
 export class LimiterFactory {
   readonly #backend: RateLimiterBackend;
 
-  constructor(store: Pick<Store, 'rateLimiters'>) {
+  constructor(store: LimitsStore) {
     this.#backend = rateLimitersOf(store);
   }
 

@@ -8,7 +8,7 @@
 // Why: docs/decisions/0019-backchannel-logout-checks.md
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { ProviderSessionStore } from '../store/store.js';
 import { isFetchFailure, keySetFailure } from './access-token-verifier.js';
 import type { ProviderConnection } from './provider-connection.js';
 
@@ -21,7 +21,7 @@ export class LogoutTokenRefused extends Error {}
 
 export interface BackchannelLogoutOptions {
   connection: Pick<ProviderConnection, 'connect'>;
-  store: Pick<Store, 'rememberLogoutToken' | 'endProviderSession'>;
+  store: ProviderSessionStore;
   /** Our client id at the provider: the token's audience. */
   clientId: string;
   clockToleranceS: number;

@@ -7,7 +7,7 @@
 // Only a digest of the token is ever handed to the store: the store never
 // holds a credential.
 import { createHash } from 'node:crypto';
-import type { Store } from '../store/store.js';
+import type { IntrospectionStore } from '../store/store.js';
 import { stringList } from './access-token-verifier.js';
 
 /** What is kept of an introspection answer: enough to admit the bearer, nothing more. */
@@ -29,7 +29,7 @@ export interface IntrospectedToken {
 
 export interface IntrospectionCacheOptions {
   /** Its introspection answers are shared by every instance (Redis); without them, answers are kept in memory. */
-  store: Pick<Store, 'introspectionAnswers'>;
+  store: IntrospectionStore;
   /** The longest an answer is trusted before the provider is asked again (a revocation there is seen within it). */
   intervalMs: number;
   /** Bound of the in-memory cache (used when the store is in memory). */

@@ -15,7 +15,7 @@ import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED } from '../auth/token-check.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
-import type { Store } from '../store/store.js';
+import type { ProviderSessionStore } from '../store/store.js';
 import { TokenError, type TokenSet } from '../tokens/types.js';
 import type { ProviderConnection } from './provider-connection.js';
 import { tokenSessionId } from './provider-token-check.js';
@@ -23,7 +23,7 @@ import { tokenSessionId } from './provider-token-check.js';
 export interface ProviderAuthOptions {
   connection: ProviderConnection;
   bearer: BearerAuthenticator;
-  store: Store;
+  store: ProviderSessionStore;
   throttle: LoginThrottle;
   audit: LoginAudit;
   logger: Logger;

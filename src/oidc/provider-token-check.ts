@@ -14,7 +14,7 @@ import { decodeProtectedHeader } from 'jose';
 import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED, type TokenCheck } from '../auth/token-check.js';
 import type { OidcIdentityConfig } from '../config/schema.js';
-import type { Store } from '../store/store.js';
+import type { IntrospectionStore, ProviderSessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError } from '../tokens/types.js';
 import { fromIntrospection, IntrospectionCache } from './introspection-cache.js';
@@ -23,7 +23,7 @@ import type { SessionRoles } from './session-roles.js';
 
 export interface ProviderTokenCheckOptions {
   connection: ProviderConnection;
-  store: Store;
+  store: ProviderSessionStore & IntrospectionStore;
   settings: OidcIdentityConfig;
   /** The roles of each provider session, as its newest token says. */
   sessionRoles: SessionRoles;
@@ -34,7 +34,7 @@ const NOT_ACTIVE = 'token not active at the provider';
 
 export class ProviderTokenCheck implements TokenCheck {
   readonly #connection: ProviderConnection;
-  readonly #store: Store;
+  readonly #store: ProviderSessionStore;
   readonly #intervalMs: number;
   readonly #introspection: IntrospectionCache;
   readonly #now: () => number;

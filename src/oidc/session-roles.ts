@@ -8,7 +8,7 @@
 // Why: docs/decisions/0018-provider-mode-login-and-roles.md
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Store } from '../store/store.js';
+import type { IntrospectionStore } from '../store/store.js';
 
 /** One observation of a session's roles. */
 interface Seen {
@@ -19,7 +19,7 @@ interface Seen {
 }
 
 export interface SessionRolesOptions {
-  store: Pick<Store, 'introspectionAnswers'>;
+  store: IntrospectionStore;
   /** How many sessions this process remembers. */
   maxEntries: number;
   /** How long a session's roles are kept: the longest one of its tokens can live (the refresh-token lifetime). */

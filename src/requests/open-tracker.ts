@@ -4,11 +4,16 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Store } from '../store/store.js';
+import type { RequestRecordStore, StoreLifecycle } from '../store/store.js';
 import { Journal } from './journal.js';
 import { RequestTracker } from './request-tracker.js';
 
-export async function openRequestTracker(config: Config, store: Store, metrics: Metrics, logger: Logger): Promise<RequestTracker> {
+export async function openRequestTracker(
+  config: Config,
+  store: RequestRecordStore & Pick<StoreLifecycle, 'kind'>,
+  metrics: Metrics,
+  logger: Logger,
+): Promise<RequestTracker> {
   return new RequestTracker({
     store,
     metrics,

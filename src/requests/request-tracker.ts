@@ -12,7 +12,7 @@ import { DEFAULT_UNKNOWN_AFTER_OUTAGE_S } from '../config/defaults.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
 import { storeUnavailable, unconfirmedOutcome } from '../store/store-unavailable.js';
-import type { RequestRecord, Store, TerminalStatus, TransitionOutcome } from '../store/store.js';
+import type { RequestRecord, RequestRecordStore, TerminalStatus, TransitionOutcome } from '../store/store.js';
 import { JournalBacklog } from './journal-backlog.js';
 import { isStatusReport, type JournalEntry } from './journal-lines.js';
 import type { Journal } from './journal.js';
@@ -36,7 +36,7 @@ export type RecordOutcome =
 export type TransitionSource = 'internal_api' | 'upstream';
 
 export interface RequestTrackerOptions {
-  store: Store;
+  store: RequestRecordStore;
   metrics: Metrics;
   logger: Logger;
   /** `requests.retentionS` in ms: how long a record is kept after its last change. */
@@ -56,7 +56,7 @@ export interface RequestTrackerOptions {
 const DEFAULT_MAX_WATCHES = 10_000;
 
 export class RequestTracker {
-  readonly #store: Store;
+  readonly #store: RequestRecordStore;
   readonly #metrics: Metrics;
   readonly #logger: Logger;
   readonly #retentionMs: number;

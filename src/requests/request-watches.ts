@@ -3,7 +3,7 @@
 // of one subscription per poll or a loop reading the store. The feed is
 // pushed (pub/sub on Redis, a direct call in memory), so nothing here polls:
 // the only timers are each wait's own deadline.
-import type { Store, TerminalStatus } from '../store/store.js';
+import type { RequestRecordStore, TerminalStatus } from '../store/store.js';
 
 /**
  * What a watch reports: the new status, `recheck` when changes may have been
@@ -32,7 +32,7 @@ export class RequestWatches {
   #count = 0;
   #ended = false;
 
-  constructor(store: Store, maxWatches: number) {
+  constructor(store: RequestRecordStore, maxWatches: number) {
     this.#maxWatches = maxWatches;
     this.#unsubscribe = [
       store.onRequestStatusChanged(({ id, status }) => this.#notify(id, status)),

@@ -9,7 +9,7 @@
 // that ended the other way meanwhile (through the new master) keeps its first
 // outcome: logged, since the backend was told otherwise, and never retried.
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { RequestRecordStore } from '../store/store.js';
 import type { StatusReport } from './journal-lines.js';
 
 /**
@@ -17,7 +17,7 @@ import type { StatusReport } from './journal-lines.js';
  * (or answered that it never can be applied); rejects when the store is
  * unavailable or cannot confirm it yet, so that it is tried again.
  */
-export async function writeStatusReport(store: Store, report: StatusReport, retentionMs: number, logger: Logger): Promise<void> {
+export async function writeStatusReport(store: RequestRecordStore, report: StatusReport, retentionMs: number, logger: Logger): Promise<void> {
   const outcome = await store.transitionRequest(report.id, report.status, retentionMs, report.reportedAt);
   const fields = { event: 'status_report_replayed', requestId: report.id, status: report.status, outcome };
   switch (outcome) {

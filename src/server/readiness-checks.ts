@@ -8,7 +8,7 @@ import { gatehouseError } from '../core/errors.js';
 import type { Drain } from '../http/drain.js';
 import type { LoadState } from '../limits/load-shedder.js';
 import { EVICTION_FIX, type MasterEvictionPolicy } from '../store/eviction-policy.js';
-import type { Store } from '../store/store.js';
+import type { StoreLifecycle } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { KeySet } from '../tokens/keyset.js';
 import type { Logger } from 'pino';
@@ -21,7 +21,7 @@ export const WITHOUT_THE_STORE = {
 } as const;
 
 export interface ReadinessParts {
-  store: Store;
+  store: StoreLifecycle;
   drain: Drain;
   /** Whether the public listener accepts connections now. */
   listening: () => boolean;

@@ -1,6 +1,9 @@
-// The shared state of a Gatehouse deployment, behind one interface with two
-// implementations: Redis (production; shared by every instance, durable) and
-// in-memory (the embedded default; one process only, lost on restart).
+// The shared state of a Gatehouse deployment, one interface per concern
+// (sessions, provider sessions, DPoP, request records, and the parts only a
+// shared store keeps), each with two implementations: Redis (production;
+// shared by every instance, durable) and in-memory (the embedded default; one
+// process only, lost on restart). `Store` is all of them, for the assembly;
+// every other module asks for the concern it uses.
 //
 // Designed for Redis Cluster from the start: every record lives under keys
 // that share one hash tag, and no operation touches more than one slot.
@@ -69,28 +72,69 @@ export interface RequestStatusChange {
   status: TerminalStatus;
 }
 
-export interface Store {
-  readonly kind: 'memory' | 'redis';
-  /*
-   * What only a shared store keeps, each over the store's own connection and
-   * in its keyspace (keyspace.ts). Absent on the in-memory store, where each
-   * feature keeps its own in the process instead (or, for users' API keys, in
-   * the users file): rate-limiters.ts's rateLimitersOf chooses the limiters.
-   */
-  /** Rate limiter counters (limits/), beside the store's records. */
-  readonly rateLimiters?: RateLimiterBackend;
-  /** The keys users make for themselves (account/). */
-  readonly apiKeys?: ApiKeyRecords;
-  /** A fronted provider's introspection answers (oidc/). */
-  readonly introspectionAnswers?: IntrospectionAnswers;
-  /**
-   * Public signing keys and views published by every instance (tokens/shared-keyset.ts).
-   * The in-memory store has them too, shared only by gateways handed the same store.
-   */
-  readonly sharedKeys?: SharedKeyRecords;
-  /** The users, when the config holds them in the store (`identity.usersIn: store`, identity/store-users.ts). */
-  readonly users?: UserRecords;
+/*
+ * What only a shared store keeps, each over the store's own connection and in
+ * its keyspace (keyspace.ts). Absent on the in-memory store, where each
+ * feature keeps its own in the process instead (or, for users' API keys, in
+ * the users file): rate-limiters.ts's rateLimitersOf chooses the limiters.
+ */
 
+/** Rate limiter counters (limits/), beside the store's records. */
+export interface LimitsStore {
+  readonly rateLimiters?: RateLimiterBackend;
+}
+
+/** The keys users make for themselves (account/). */
+export interface ApiKeysStore {
+  readonly apiKeys?: ApiKeyRecords;
+}
+
+/** A fronted provider's introspection answers (oidc/). */
+export interface IntrospectionStore {
+  readonly introspectionAnswers?: IntrospectionAnswers;
+}
+
+/**
+ * Public signing keys and views published by every instance (tokens/shared-keyset.ts).
+ * The in-memory store has them too, shared only by gateways handed the same store.
+ */
+export interface KeysStore {
+  readonly sharedKeys?: SharedKeyRecords;
+}
+
+/** The users, when the config holds them in the store (`identity.usersIn: store`, identity/store-users.ts). */
+export interface UsersStore {
+  readonly users?: UserRecords;
+}
+
+/** Which store this is, whether it answers, and its end. */
+export interface StoreLifecycle {
+  readonly kind: 'memory' | 'redis';
+  /** Resolves when the store answers; rejects otherwise (readiness). */
+  ping(): Promise<void>;
+  /** Each Redis master's `maxmemory-policy` as last read (eviction-policy.ts); absent: nothing can evict (in-memory). */
+  evictionPolicies?(): readonly MasterEvictionPolicy[];
+  close(): Promise<void>;
+}
+
+/** The feed that brings other instances' announcements (revocations, status changes) to this one. */
+export interface StoreFeed {
+  /**
+   * Called when the feed of revocations from other instances was interrupted
+   * and is flowing again (a Redis reconnect): revocations may have been missed
+   * meanwhile, so anything cached on the strength of them must be dropped.
+   * Never called by a store that has no such feed (in-memory).
+   */
+  onRevocationFeedResumed(listener: () => void): () => void;
+  /**
+   * True while the feed is interrupted and not yet resumed (its stores may
+   * answer again before it does). Absent: a store whose feed never breaks.
+   */
+  revocationFeedInterrupted?(): boolean;
+}
+
+/** The gateway's own logins. */
+export interface SessionStore extends StoreFeed {
   /** Records a new session, kept until its `expiresAt`. */
   createSession(session: SessionRecord): Promise<void>;
   /** The session, or null when it never existed, expired or was revoked. */
@@ -108,7 +152,10 @@ export interface Store {
    * function that removes the listener.
    */
   onSessionRevoked(listener: RevocationListener): () => void;
+}
 
+/** Sessions at a fronted OpenID Provider that ended here, and its back-channel logout tokens. */
+export interface ProviderSessionStore {
   /**
    * Ends, here, a session that lives elsewhere (at a fronted OpenID Provider,
    * whose tokens Gatehouse verifies but did not issue): tokens naming `sid`
@@ -124,6 +171,10 @@ export interface Store {
    * seen in that time (by any instance). Atomic: of two concurrent uses, one wins.
    */
   rememberLogoutToken(id: string, ttlMs: number): Promise<boolean>;
+}
+
+/** DPoP (RFC 9449): proofs seen, and the server nonce every instance hands out. */
+export interface DpopStore {
   /**
    * Remembers the `jti` of a DPoP proof (RFC 9449 11.1) for `ttlMs`, on every
    * instance: true the first time, false for a replay of a proof seen in that
@@ -137,20 +188,10 @@ export interface Store {
    * `ttlMs`), otherwise the value the first caller stored.
    */
   shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string>;
+}
 
-  /**
-   * Called when the feed of revocations from other instances was interrupted
-   * and is flowing again (a Redis reconnect): revocations may have been missed
-   * meanwhile, so anything cached on the strength of them must be dropped.
-   * Never called by a store that has no such feed (in-memory).
-   */
-  onRevocationFeedResumed(listener: () => void): () => void;
-  /**
-   * True while the feed is interrupted and not yet resumed (its stores may
-   * answer again before it does). Absent: a store whose feed never breaks.
-   */
-  revocationFeedInterrupted?(): boolean;
-
+/** The records of asynchronous operations (202s) and their status changes. */
+export interface RequestRecordStore extends StoreFeed {
   /**
    * Records a new asynchronous request, kept for `retentionMs`. Resolves
    * false (and changes nothing) when a record with that id exists already.
@@ -166,10 +207,18 @@ export interface Store {
   transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome>;
   /** Called on this and every other instance when a transition is applied. */
   onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void;
-
-  /** Resolves when the store answers; rejects otherwise (readiness). */
-  ping(): Promise<void>;
-  /** Each Redis master's `maxmemory-policy` as last read (eviction-policy.ts); absent: nothing can evict (in-memory). */
-  evictionPolicies?(): readonly MasterEvictionPolicy[];
-  close(): Promise<void>;
 }
+
+/** Every concern at once: what the assembly creates and hands out, one concern to each module. */
+export interface Store
+  extends
+    StoreLifecycle,
+    SessionStore,
+    ProviderSessionStore,
+    DpopStore,
+    RequestRecordStore,
+    LimitsStore,
+    ApiKeysStore,
+    IntrospectionStore,
+    KeysStore,
+    UsersStore {}

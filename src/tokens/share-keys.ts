@@ -6,13 +6,16 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { fileDigest } from '../files/file-digest.js';
-import type { Store } from '../store/store.js';
+import type { KeysStore, StoreLifecycle } from '../store/store.js';
 import { loadKeySet, type KeySet, type WatchedKeySet } from './keyset.js';
 import { NO_SIGNING_KEYS } from './no-keys.js';
 import { SharedKeySet, type SharedKeySetOptions } from './shared-keyset.js';
 
+/** A store that may share keys: only a Redis one does. */
+type KeySharingStore = KeysStore & Pick<StoreLifecycle, 'kind'>;
+
 /** The shared set, started (its keys published, its peers' read), or undefined when the store is not shared. */
-export async function shareKeys(config: Config, store: Store, local: WatchedKeySet, logger: Logger): Promise<SharedKeySet | undefined> {
+export async function shareKeys(config: Config, store: KeySharingStore, local: WatchedKeySet, logger: Logger): Promise<SharedKeySet | undefined> {
   if (store.kind !== 'redis' || store.sharedKeys === undefined) return undefined;
   const identity = config.identity;
   // Users held in the store: each instance's copy of the file only seeds it; identity-mode.ts tells the view's digest instead.
@@ -64,7 +67,7 @@ export interface SigningKeys {
 }
 
 /** Loads the keys file (local mode only: fronting a provider, Gatehouse signs nothing) and shares it when the store is. */
-export async function loadSigningKeys(config: Config, store: Store, logger: Logger, options: { readOnly: boolean }): Promise<SigningKeys> {
+export async function loadSigningKeys(config: Config, store: KeySharingStore, logger: Logger, options: { readOnly: boolean }): Promise<SigningKeys> {
   const keysFile = config.tokens.keysFile;
   if (keysFile === undefined) return { keys: NO_SIGNING_KEYS, file: undefined, shared: undefined };
   const file = await loadKeySet({

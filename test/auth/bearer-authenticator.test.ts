@@ -18,7 +18,7 @@ import { revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
 import { createStore } from '../../src/store/create-store.js';
 import { Listeners } from '../../src/store/listeners.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
+import type { SessionRecord, Store } from '../../src/store/store.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';
 import { loadKeySet, type KeySet } from '../../src/tokens/keyset.js';
 import type { TokenSet } from '../../src/tokens/types.js';
@@ -26,6 +26,7 @@ import { TokenVerifier } from '../../src/tokens/verifier.js';
 import { jwtPayload, writeTestUsers } from '../helpers/gateway.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { startRedisServer, testRedisUrl, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
+import { WrappedStore } from '../helpers/wrapped-store.js';
 
 const ISSUER = 'https://gw.example.test';
 const AUDIENCE = 'gatehouse';
@@ -34,9 +35,8 @@ const REFRESH_TTL_S = 3600;
 const CLOCK_TOLERANCE_S = 30;
 const silent = pino({ level: 'silent' });
 
-/** Wraps a real store: counts every call, and can hold a read's answer or fail a read to stage races and outages. */
-class CountingStore implements Store {
-  readonly kind: Store['kind'];
+/** A real store that counts calls, and can hold a read's answer or fail a read to stage races and outages. */
+class CountingStore extends WrappedStore {
   readonly calls = { createSession: 0, getSession: 0, revokeSession: 0, ping: 0 };
   /** getSession reads that the real store has answered (held ones included). */
   answered = 0;
@@ -45,64 +45,28 @@ class CountingStore implements Store {
   hold: Promise<void> | undefined;
   /** The next getSession fails as a broken connection would. */
   failNext = false;
-  readonly #inner: Store;
   readonly #feedResumed = new Listeners<void>('test feed');
 
-  constructor(inner: Store) {
-    this.#inner = inner;
-    this.kind = inner.kind;
+  protected override around(member: string, call: () => unknown): unknown {
+    if (member in this.calls) this.calls[member as keyof typeof this.calls] += 1;
+    return call();
   }
 
-  createSession(session: SessionRecord): Promise<void> {
-    this.calls.createSession += 1;
-    return this.#inner.createSession(session);
-  }
-
-  async getSession(sid: string): Promise<SessionRecord | null> {
+  override async getSession(sid: string): Promise<SessionRecord | null> {
     this.calls.getSession += 1;
     if (this.failNext) {
       this.failNext = false;
       throw new Error('connection reset');
     }
-    const session = await this.#inner.getSession(sid);
+    const session = await this.inner.getSession(sid);
     this.answered += 1;
     this.#answers.emit(this.answered);
     await this.hold;
     return session;
   }
 
-  listSessions(sub: string): Promise<SessionRecord[]> {
-    return this.#inner.listSessions(sub);
-  }
-
-  revokeSession(sid: string): Promise<boolean> {
-    this.calls.revokeSession += 1;
-    return this.#inner.revokeSession(sid);
-  }
-
-  onSessionRevoked(listener: RevocationListener): () => void {
-    return this.#inner.onSessionRevoked(listener);
-  }
-
-  endProviderSession(sid: string, untilMs: number): Promise<void> {
-    return this.#inner.endProviderSession(sid, untilMs);
-  }
-
-  providerSessionEnded(sid: string): Promise<boolean> {
-    return this.#inner.providerSessionEnded(sid);
-  }
-  rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
-    return this.#inner.rememberLogoutToken(id, ttlMs);
-  }
-  rememberDpopProof(id: string, ttlMs: number): Promise<boolean> {
-    return this.#inner.rememberDpopProof(id, ttlMs);
-  }
-  shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
-    return this.#inner.shareDpopNonce(epoch, candidate, ttlMs);
-  }
-
-  onRevocationFeedResumed(listener: () => void): () => void {
-    const offInner = this.#inner.onRevocationFeedResumed(listener);
+  override onRevocationFeedResumed(listener: () => void): () => void {
+    const offInner = this.inner.onRevocationFeedResumed(listener);
     const offOwn = this.#feedResumed.add(listener);
     return () => {
       offInner();
@@ -135,31 +99,6 @@ class CountingStore implements Store {
   /** Announces a resumed feed without taking Redis away (for the race with a first check). */
   announceFeedResumed(): void {
     this.#feedResumed.emit();
-  }
-
-  createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
-    return this.#inner.createRequest(record, retentionMs);
-  }
-
-  getRequest(id: string): Promise<RequestRecord | null> {
-    return this.#inner.getRequest(id);
-  }
-
-  transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome> {
-    return this.#inner.transitionRequest(id, status, retentionMs, now);
-  }
-
-  onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
-    return this.#inner.onRequestStatusChanged(listener);
-  }
-
-  ping(): Promise<void> {
-    this.calls.ping += 1;
-    return this.#inner.ping();
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
   }
 
   get totalCalls(): number {

@@ -7,9 +7,10 @@ import { pino } from 'pino';
 import { createStore } from '../../src/store/create-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { storeUnavailable } from '../../src/store/store-unavailable.js';
-import type { RequestRecord, RequestStatusChange, RevocationListener, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
+import type { RequestRecord, RequestStatusChange, SessionRecord, Store, TerminalStatus, TransitionOutcome } from '../../src/store/store.js';
 import { login, startTestGateway, type StartOptions, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { testRedisUrl } from '../helpers/redis-server.js';
+import { WrappedStore } from '../helpers/wrapped-store.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 export type StoreKind = 'memory' | 'redis';
@@ -26,13 +27,15 @@ export async function makeStore(kind: StoreKind, redisUrl: string, keyPrefix = `
   return createStore({ url: redisUrl, keyPrefix }, silent);
 }
 
+/** Members that never reach the store's connection, and answer at once: listeners' registrations, what was last read, the end. */
+const NEVER_FAILS = /^(on[A-Z]|revocationFeedInterrupted$|evictionPolicies$|close$)/;
+
 /**
- * A store in front of another that counts calls, can hold request creation
- * back (to prove a 202 waits for its record) and can fail like a store that
- * is down, for the in-memory half of the fault tests.
+ * A real store that counts calls, can hold request creation back (to prove a
+ * 202 waits for its record) and can fail like a store that is down, for the
+ * in-memory half of the fault tests.
  */
-export class TestStore implements Store {
-  readonly inner: Store;
+export class TestStore extends WrappedStore {
   down = false;
   /** While down: when the store says a retry may succeed (its failures' Retry-After). */
   retryInMs = 0;
@@ -52,12 +55,12 @@ export class TestStore implements Store {
    */
   readonly created: string[] = [];
 
-  constructor(inner: Store) {
-    this.inner = inner;
-  }
-
-  get kind(): Store['kind'] {
-    return this.inner.kind;
+  protected override around(member: string, call: () => unknown): unknown {
+    if (NEVER_FAILS.test(member)) return call();
+    return (async () => {
+      this.#check();
+      return call();
+    })();
   }
 
   #check(): void {
@@ -79,50 +82,12 @@ export class TestStore implements Store {
     };
   }
 
-  async createSession(session: SessionRecord): Promise<void> {
-    this.#check();
-    return this.inner.createSession(session);
-  }
-  async getSession(sid: string): Promise<SessionRecord | null> {
+  override async getSession(sid: string): Promise<SessionRecord | null> {
     this.calls.getSession += 1;
     this.#check();
     return this.inner.getSession(sid);
   }
-  async listSessions(sub: string): Promise<SessionRecord[]> {
-    this.#check();
-    return this.inner.listSessions(sub);
-  }
-  async revokeSession(sid: string): Promise<boolean> {
-    this.#check();
-    return this.inner.revokeSession(sid);
-  }
-  onSessionRevoked(listener: RevocationListener): () => void {
-    return this.inner.onSessionRevoked(listener);
-  }
-  async endProviderSession(sid: string, untilMs: number): Promise<void> {
-    this.#check();
-    return this.inner.endProviderSession(sid, untilMs);
-  }
-  async providerSessionEnded(sid: string): Promise<boolean> {
-    this.#check();
-    return this.inner.providerSessionEnded(sid);
-  }
-  async rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
-    this.#check();
-    return this.inner.rememberLogoutToken(id, ttlMs);
-  }
-  async rememberDpopProof(id: string, ttlMs: number): Promise<boolean> {
-    this.#check();
-    return this.inner.rememberDpopProof(id, ttlMs);
-  }
-  async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
-    this.#check();
-    return this.inner.shareDpopNonce(epoch, candidate, ttlMs);
-  }
-  revocationFeedInterrupted(): boolean {
-    return this.inner.revocationFeedInterrupted?.() === true;
-  }
-  onRevocationFeedResumed(listener: () => void): () => void {
+  override onRevocationFeedResumed(listener: () => void): () => void {
     const registration = () => listener();
     this.#feedResumed.add(registration);
     const fromInner = this.inner.onRevocationFeedResumed(listener);
@@ -135,7 +100,7 @@ export class TestStore implements Store {
   resumeFeed(): void {
     for (const listener of [...this.#feedResumed]) listener();
   }
-  async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
+  override async createRequest(record: RequestRecord, retentionMs: number): Promise<boolean> {
     this.calls.createRequest += 1;
     await this.#createsHeld;
     this.#check();
@@ -143,29 +108,22 @@ export class TestStore implements Store {
     if (!this.created.includes(record.id)) this.created.push(record.id);
     return created;
   }
-  async getRequest(id: string): Promise<RequestRecord | null> {
+  override async getRequest(id: string): Promise<RequestRecord | null> {
     this.calls.getRequest += 1;
     this.#check();
     const record = await this.inner.getRequest(id);
     this.answered.getRequest += 1;
     return record;
   }
-  async transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome> {
+  override async transitionRequest(id: string, status: TerminalStatus, retentionMs: number, now?: number): Promise<TransitionOutcome> {
     this.#check();
     return this.inner.transitionRequest(id, status, retentionMs, now);
   }
-  onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
+  override onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
     return this.inner.onRequestStatusChanged((change) => {
       if (this.muteStatusChanges) this.muted += 1;
       else listener(change);
     });
-  }
-  async ping(): Promise<void> {
-    this.#check();
-    return this.inner.ping();
-  }
-  async close(): Promise<void> {
-    return this.inner.close();
   }
 }
 

@@ -1,13 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { advanceStoreClock } from '../helpers/store-clock.js';
-import { describeStoreContract, sessionRecord } from './store-contract.js';
+import { sessionRecord } from './store-contract.js';
 
-describeStoreContract('MemoryStore', async () => {
-  const store = new MemoryStore();
-  return { store, echoesOwnAnnouncements: false, advanceClock: (ms) => advanceStoreClock(ms), cleanup: () => store.close() };
-});
-
+// The contract every store keeps: store-contract.test.ts.
 describe('MemoryStore', () => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] });

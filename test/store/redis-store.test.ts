@@ -10,8 +10,7 @@ import type { RequestStatusChange, Store } from '../../src/store/store.js';
 import { parseStoreUrl } from '../../src/store/store-url.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';
 import { startRedisServer, testRedisUrl, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
-import { advanceStoreClock } from '../helpers/store-clock.js';
-import { describeStoreContract, requestRecord, sessionRecord } from './store-contract.js';
+import { requestRecord, sessionRecord } from './store-contract.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -57,22 +56,6 @@ describe('RedisStore', () => {
 
   afterAll(async () => {
     await redis?.close();
-  });
-
-  describeStoreContract('RedisStore', async () => {
-    const config = { url: redis.url, keyPrefix: uniquePrefix() };
-    const store = await createStore(config, silent);
-    const peer = await createStore(config, silent);
-    const raw = new Redis(redis.url);
-    return {
-      store,
-      peer,
-      echoesOwnAnnouncements: true,
-      advanceClock: (ms) => advanceStoreClock(ms, { client: raw, keyPrefix: config.keyPrefix }),
-      cleanup: async () => {
-        await Promise.all([store.close(), peer.close(), raw.quit()]);
-      },
-    };
   });
 
   describe('on the wire', () => {

@@ -2,7 +2,7 @@
 // its private key and publishes the public one (src/tokens/shared-keyset.ts).
 // Instances here are key sets in one process, each with a keys file of its
 // own, on one in-memory store's shared keys (the Redis one is the same
-// contract: test/store/store-contract.ts; end to end: test/scale/).
+// contract: test/store/contract/shared-keys.ts; end to end: test/scale/).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
