@@ -54,7 +54,7 @@ const LAYERS = [
   // (RouteGuard, AcceptedAnswer …) and never imports one; plug-ins import the proxy, never each other.
   { layer: 7, name: 'proxy', path: 'src/proxy/', job: 'forwarding HTTP and WebSocket upstream: admission, headers, pools, engines' },
   { layer: 7, name: 'authz', path: 'src/authz/', job: 'plug-in: route rules (roles, groups) checked before forwarding', mayImport: ['proxy'] },
-  { layer: 7, name: 'requests', path: 'src/requests/', job: 'plug-in: asynchronous requests (202 capture, status, journal)', mayImport: ['proxy'] },
+  { layer: 7, name: 'async-requests', path: 'src/async-requests/', job: 'plug-in: asynchronous requests (202 capture, status, journal)', mayImport: ['proxy'] },
   { layer: 7, name: 'account', path: 'src/account/', job: 'plug-in: the account page and API (sessions, own API keys)', mayImport: ['proxy'] },
   { layer: 7, name: 'cors', path: 'src/cors/', job: 'plug-in: CORS policy for browsers', mayImport: ['proxy'] },
 

@@ -42,7 +42,7 @@ export const REQUEST_STATUS_PREFIX = '/api/v1/requests/';
 export const SHORT_REQUEST_STATUS_PREFIX = '/v1/requests/';
 /**
  * The status routes take everything below the prefixes and parse `<id>/status`
- * themselves (requests/status-routes.ts), so every malformed id gets the same 404.
+ * themselves (async-requests/status-routes.ts), so every malformed id gets the same 404.
  */
 export const REQUEST_STATUS_PATH = `${REQUEST_STATUS_PREFIX}*`;
 export const SHORT_REQUEST_STATUS_PATH = `${SHORT_REQUEST_STATUS_PREFIX}*`;
@@ -79,7 +79,7 @@ export const GATEWAY_PATHS: readonly string[] = [
 
 /**
  * The admin listener's paths (server/health.ts, server/metrics-route.ts,
- * requests/internal-routes.ts): another port, never the public one, so they
+ * async-requests/internal-routes.ts): another port, never the public one, so they
  * are no gateway paths there (a route may proxy `/metrics`). The health paths
  * alone may also answer on the public listener (`server.health.on: public`):
  * then, and only then, they are the gateway's there (isHealthPath).

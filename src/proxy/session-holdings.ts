@@ -1,6 +1,6 @@
 // What each session holds open on this instance, and when each of it must end: WebSocket tunnels (websocket.ts),
 // proxied HTTP exchanges in progress (proxy-handler.ts) and long polls of the status endpoint
-// (requests/status-routes.ts). One registry for all, so whatever ends a session (revoked on any instance, its user
+// (async-requests/status-routes.ts). One registry for all, so whatever ends a session (revoked on any instance, its user
 // disabled or key revoked, a role taken away, its token's or session's end, the gateway stopping) ends everything it
 // opened, the same way.
 //

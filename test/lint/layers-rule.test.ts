@@ -64,10 +64,10 @@ describe('the layer rules (.dependency-cruiser.cjs)', () => {
     const found = await violations({
       'src/proxy/engine.ts': "import type { Guard } from '../authz/guard.js';\nexport type Engine = { guard?: Guard };\n",
       'src/proxy/route.ts': 'export type Route = string;\n',
-      'src/authz/guard.ts': "import type { R } from '../requests/r.js';\nexport type Guard = { r?: R };\n",
-      'src/requests/r.ts': "import type { Route } from '../proxy/route.js';\nexport type R = Route;\n",
+      'src/authz/guard.ts': "import type { R } from '../async-requests/r.js';\nexport type Guard = { r?: R };\n",
+      'src/async-requests/r.ts': "import type { Route } from '../proxy/route.js';\nexport type R = Route;\n",
     });
-    expect(found.sort()).toEqual(['layer-authz: src/authz/guard.ts → src/requests/r.ts', 'layer-proxy: src/proxy/engine.ts → src/authz/guard.ts']);
+    expect(found.sort()).toEqual(['layer-authz: src/authz/guard.ts → src/async-requests/r.ts', 'layer-proxy: src/proxy/engine.ts → src/authz/guard.ts']);
   });
 
   it('refuse ioredis outside store/, and let store/ have it', async () => {

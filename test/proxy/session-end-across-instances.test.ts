@@ -17,7 +17,7 @@ import { runCommand } from '../helpers/cli.js';
 import { login, postJson, startTestGateway, writeTestUsers, type TestGateway, type TestUser } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import { nextIdentityChange } from '../helpers/users.js';
-import { startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
+import { startScriptedUpstream, type ScriptedUpstream } from '../async-requests/support.js';
 import {
   LONG_WAIT_S,
   expectLongPollRefused,

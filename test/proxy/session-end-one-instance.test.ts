@@ -4,7 +4,7 @@
 // a status long poll waiting there is answered 401 too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { login, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { startScriptedUpstream, type ScriptedUpstream } from '../requests/support.js';
+import { startScriptedUpstream, type ScriptedUpstream } from '../async-requests/support.js';
 import {
   LONG_WAIT_S,
   expectLongPollRefused,

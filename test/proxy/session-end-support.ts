@@ -9,7 +9,7 @@ import { expect, vi } from 'vitest';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { EVENTUALLY, poll, type StatusAnswer } from '../requests/support.js';
+import { EVENTUALLY, poll, type StatusAnswer } from '../async-requests/support.js';
 
 /** One request as the upstream saw it: it arrived (its first body chunk, for an upload), then closed. */
 interface Probe {

@@ -23,7 +23,7 @@ import { EntrySeal } from '../../src/tokens/shared-key-entry.js';
 import { login, writeTestUsers } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 import type { Upstream } from '../helpers/upstream.js';
-import { metric } from '../requests/support.js';
+import { metric } from '../async-requests/support.js';
 import { Fleet, heartbeats, PASSWORD, readiness, rollingRestart, sharedKeysOf, startBackend, Traffic, type Instance } from './fleet.js';
 
 // Made as the docs advise (random), so that the strength check takes them.

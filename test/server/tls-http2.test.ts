@@ -20,7 +20,7 @@ import { h2Request, h2Session, rapidResets } from '../helpers/h2-client.js';
 import { makeTlsPair, type TlsPair } from '../helpers/tls-pair.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import { roundTrip, startWsUpstream, type WsUpstream } from '../helpers/ws.js';
-import { reportStatus, SERVICE_TOKEN } from '../requests/support.js';
+import { reportStatus, SERVICE_TOKEN } from '../async-requests/support.js';
 
 const run = promisify(execFile);
 const RESET_BOUND = 20;

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Metrics } from '../../src/observability/metrics.js';
-import { RequestTracker } from '../../src/requests/request-tracker.js';
+import { RequestTracker } from '../../src/async-requests/request-tracker.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { RequestRecord } from '../../src/store/store.js';
 import { logSink, type LogSink } from '../helpers/log-sink.js';

@@ -12,13 +12,13 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Journal, JournalFullError, nodeJournalFs, type JournalFs } from '../../src/requests/journal.js';
-import { formatJournalFileName, newFileId, ownerIsAlive } from '../../src/requests/journal-files.js';
-import { encodeRecordLine } from '../../src/requests/journal-lines.js';
+import { Journal, JournalFullError, nodeJournalFs, type JournalFs } from '../../src/async-requests/journal.js';
+import { formatJournalFileName, newFileId, ownerIsAlive } from '../../src/async-requests/journal-files.js';
+import { encodeRecordLine } from '../../src/async-requests/journal-lines.js';
 import type { RequestRecord } from '../../src/store/store.js';
 import { logSink } from '../helpers/log-sink.js';
 
-const WRITER = 'test/requests/fixtures/journal-writer.ts';
+const WRITER = 'test/async-requests/fixtures/journal-writer.ts';
 const silent = pino({ level: 'silent' });
 const MAX_BYTES = 1 << 20;
 const KILL_AFTER_IDS = 2_000;
