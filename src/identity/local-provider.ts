@@ -16,11 +16,10 @@ import { Listeners } from '../store/listeners.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.js';
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
-import type { KeyScope } from './key-scope.js';
 import { EqualTimePasswordCheck } from './equal-time-password-check.js';
 import type { PasswordCheckOptions } from './password-check-options.js';
 import { emptyUsersFile, isApiKeyActive, type ApiKeyRecord, type UsersFileData } from './users-file.js';
-import { buildSnapshot, grantsOf, type IndexedKey, type Snapshot } from './users-snapshot.js';
+import { buildSnapshot, grantsOf, sessionKeyScope, type IndexedKey, type Snapshot } from './users-snapshot.js';
 import { fileUsersSource, type UsersChange, type UsersSource } from './users-source.js';
 
 export type LocalIdentityConfig = Extract<IdentityConfig, { provider: 'local' }>;
@@ -197,25 +196,7 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   grants(holder: SessionHolder): Grants | undefined {
     if (!this.isActive(holder)) return undefined;
     const user = this.#snapshot.byId.get(holder.sub)!;
-    return grantsOf(user.record.roles ?? [], user.record.groups ?? [], this.#keyScope(holder));
-  }
-
-  /**
-   * The scope of the session's key: the file's record; for a store-held key
-   * (not here synchronously), what its session's token carries, which the
-   * login narrowed by the key's scope, so a refresh never widens it.
-   */
-  #keyScope(holder: SessionHolder): KeyScope | undefined {
-    if (holder.apiKeyId === undefined) return undefined;
-    const fileKey = this.#snapshot.byKeyId.get(holder.apiKeyId);
-    if (fileKey) return fileKey.key.scope;
-    // At login the key itself is at hand; afterwards, its session's token.
-    if (holder.keyScope) return holder.keyScope;
-    return {
-      roles: [...(holder.roles ?? [])],
-      ...(holder.scopes !== undefined && { scopes: [...holder.scopes] }),
-      ...(holder.readOnly === true && { readOnly: true }),
-    };
+    return grantsOf(user.record.roles ?? [], user.record.groups ?? [], sessionKeyScope(this.#snapshot, holder));
   }
 
   /**

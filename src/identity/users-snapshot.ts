@@ -1,7 +1,7 @@
 // The users file read into an immutable snapshot of three indexes (by name,
 // by id, and API key id → key), swapped whole on reload so a login never sees
 // half an update; and what a session may do, read from it.
-import type { Grants } from './identity-provider.js';
+import type { Grants, SessionHolder } from './identity-provider.js';
 import type { KeyScope } from './key-scope.js';
 import type { ApiKeyRecord, UserRecord, UsersFileData } from './users-file.js';
 
@@ -44,5 +44,23 @@ export function grantsOf(roles: readonly string[], groups: readonly string[], sc
     scopes: scope?.scopes,
     readOnly: scope?.readOnly ?? false,
     ...(scope?.expiresAt !== undefined && { notAfterMs: Date.parse(scope.expiresAt) }),
+  };
+}
+
+/**
+ * The scope of a session's key: the users' record of it; for a store-held key
+ * (not in the snapshot), what its session's token carries, which the login
+ * narrowed by the key's scope, so a refresh never widens it.
+ */
+export function sessionKeyScope(snapshot: Snapshot, holder: SessionHolder): KeyScope | undefined {
+  if (holder.apiKeyId === undefined) return undefined;
+  const fileKey = snapshot.byKeyId.get(holder.apiKeyId);
+  if (fileKey) return fileKey.key.scope;
+  // At login the key itself is at hand; afterwards, its session's token.
+  if (holder.keyScope) return holder.keyScope;
+  return {
+    roles: [...(holder.roles ?? [])],
+    ...(holder.scopes !== undefined && { scopes: [...holder.scopes] }),
+    ...(holder.readOnly === true && { readOnly: true }),
   };
 }
