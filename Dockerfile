@@ -32,6 +32,6 @@ VOLUME ["/etc/gatehouse", "/var/lib/gatehouse"]
 USER node
 EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:9090/healthz', { signal: AbortSignal.timeout(2500) }).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "dist/main.js"]
 CMD ["start"]
