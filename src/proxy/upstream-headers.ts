@@ -26,10 +26,10 @@ import {
   OVERRIDE_HEADERS,
 } from './header-syntax.js';
 import { IdentityHeaders } from './identity-headers.js';
-import { IdentityAssertions } from '../tokens/identity-assertion.js';
+import { IdentityAssertions } from '../tokens/backend-assertion.js';
 import type { KeySet } from '../tokens/keyset.js';
 
-/** Signs the identity assertion of a request (tokens/identity-assertion.ts). */
+/** Signs the identity assertion of a request (tokens/backend-assertion.ts). */
 export interface AssertionSigner {
   assertion(principal: Principal, audience: string, lifetimeS: number): string;
 }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config-load/load.js';
 import { CLIENT_SECRET_HASH_EXAMPLE } from '../../src/config/identity-schema.js';
 import { judgeSecret } from '../../src/core/secret-strength.js';
-import { verifyPassword } from '../../src/identity/passwords.js';
+import { verifyPassword } from '../../src/users/passwords.js';
 import { runGatehouse } from '../helpers/cli.js';
 import { startTestGateway } from '../helpers/gateway.js';
 

@@ -5,8 +5,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RequestRecordStore, StoreLifecycle } from '../store/store.js';
-import { Journal } from './journal.js';
-import { RequestTracker } from './request-tracker.js';
+import { Journal } from '../async-requests/journal.js';
+import { RequestTracker } from '../async-requests/request-tracker.js';
 
 export async function openRequestTracker(
   config: Config,

@@ -6,9 +6,9 @@
 // door (server/front-door.ts) answers their refusals from the request head.
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
-import { AbuseGuard } from './abuse-guard.js';
-import { FairWorkQueue } from './fair-work-queue.js';
-import { LoadShedder } from './load-shedder.js';
+import { AbuseGuard } from '../limits/abuse-guard.js';
+import { FairWorkQueue } from '../limits/fair-work-queue.js';
+import { LoadShedder } from '../limits/load-shedder.js';
 
 export interface FloodDefences {
   abuse: AbuseGuard;

@@ -6,31 +6,31 @@
 // Authentication and one bearer rule; only local mode has Gatehouse's own
 // OAuth endpoints and the account page.
 import type { Logger } from 'pino';
-import { AuthService, type Authentication } from './auth/auth-service.js';
-import { BearerAuthenticator } from './auth/bearer-authenticator.js';
-import { LoginAudit, type AttemptRecord } from './auth/login-audit.js';
-import type { Config } from './config/schema.js';
-import { DpopNonces } from './dpop/nonces.js';
-import { DpopProofCheck } from './dpop/proof-check.js';
-import { compileClientAddress } from './http/client-address.js';
-import type { IdentityProvider } from './identity/identity-provider.js';
-import { LocalIdentityProvider } from './identity/local-provider.js';
-import type { PasswordCheckOptions } from './identity/password-check-options.js';
-import { openStoreUsers, type UsersLoss } from './identity/store-users.js';
-import type { LimiterFactory } from './limits/limiters.js';
-import { LoginThrottle } from './limits/login-throttle.js';
-import type { Metrics } from './observability/metrics.js';
-import { BackchannelLogout } from './oidc/backchannel-logout.js';
-import { ProviderAuth } from './oidc/provider-auth.js';
-import { ProviderConnection } from './oidc/provider-connection.js';
-import { ProviderIdentity } from './oidc/provider-identity.js';
-import { ProviderTokenCheck } from './oidc/provider-token-check.js';
-import { SessionRoles } from './oidc/session-roles.js';
-import type { Store } from './store/store.js';
-import { TokenIssuer } from './tokens/issuer.js';
-import { SharedKeySet } from './tokens/shared-keyset.js';
-import type { KeySet } from './tokens/keyset.js';
-import { TokenVerifier } from './tokens/verifier.js';
+import { AuthService, type Authentication } from '../auth/auth-service.js';
+import { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import { LoginAudit, type AttemptRecord } from '../auth/login-audit.js';
+import type { Config } from '../config/schema.js';
+import { DpopNonces } from '../dpop/nonces.js';
+import { DpopProofCheck } from '../dpop/proof-check.js';
+import { compileClientAddress } from '../http/client-address.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
+import { LocalIdentityProvider } from '../users/local-provider.js';
+import type { PasswordCheckOptions } from '../users/password-check-options.js';
+import { openStoreUsers, type UsersLoss } from '../users/store-users.js';
+import type { LimiterFactory } from '../limits/limiters.js';
+import { LoginThrottle } from '../limits/login-throttle.js';
+import type { Metrics } from '../observability/metrics.js';
+import { BackchannelLogout } from '../oidc/backchannel-logout.js';
+import { ProviderAuth } from '../oidc/provider-auth.js';
+import { ProviderConnection } from '../oidc/provider-connection.js';
+import { ProviderIdentity } from '../oidc/provider-identity.js';
+import { ProviderTokenCheck } from '../oidc/provider-token-check.js';
+import { SessionRoles } from '../oidc/session-roles.js';
+import type { Store } from '../store/store.js';
+import { TokenIssuer } from '../tokens/issuer.js';
+import { SharedKeySet } from '../tokens/shared-keyset.js';
+import type { KeySet } from '../tokens/keyset.js';
+import { TokenVerifier } from '../tokens/verifier.js';
 
 export interface IdentityModeDeps {
   config: Config;
