@@ -1,67 +1,36 @@
-// Assembles Gatehouse in one readable order: state, identity, keys, the
-// services that use them, then the public and admin listeners' plugins.
-// Nothing else knows this file; tests and `main.ts` both start here. It
-// assembles and decides nothing: the config arrives checked (config-load/check.ts,
-// before any file is written or socket opened), listeners are built in
-// server/public-listener.ts and server/admin-listener.ts, and hot reloads are config-load/reload.ts's.
+// The composition root: builds Gatehouse from a checked config (config-load/
+// check.ts, before any file is written or socket opened), one stage at a
+// time. A request meets the stages in the order edge (edge.ts), access
+// (access.ts), proxy (proxy.ts), asynchronous requests (async-requests.ts),
+// identity and tokens (identity-and-tokens.ts), state (state.ts), all watched
+// by telemetry.ts; they are built the other way round, each from the parts of
+// those below it, and closed in the order a request meets them. The parts a
+// reload replaces are held by live-parts.ts. Nothing outside src/app/ builds
+// another stage's parts; `main.ts` (through cli/start.ts) and tests start here.
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { AccountService } from '../account/account-service.js';
-import type { ApiKeyDirectory } from '../account/api-key-directory.js';
-import { FileApiKeys } from '../account/file-api-keys.js';
-import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { Authentication } from '../auth/auth-service.js';
-import { RouteAuthorization } from '../authz/route-authorization.js';
-import { CorsPolicy } from '../cors/cors-policy.js';
-import { BearerAuthenticator } from '../auth/bearer-authenticator.js';
-import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from '../config/defaults.js';
-import { issuerPortWarning } from '../config-load/issuer-default.js';
-import { ConfigReloader } from '../config-load/reload.js';
+import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Config } from '../config/schema.js';
-import { compileClientAddress } from '../http/client-address.js';
 import { Drain } from '../http/drain.js';
-import { adminListener } from '../server/admin-listener.js';
-import { healthOptions, placeHealth } from '../server/health-listeners.js';
-import { registerGatewayEndpoints } from '../server/gateway-endpoints.js';
-import { FrontDoor } from '../server/front-door.js';
-import { openListeners } from '../server/open-listeners.js';
-import { publicListener } from '../server/public-listener.js';
-import { listenerCertificates } from '../server/secure-listener.js';
-import type { IdentityProvider } from '../users/identity-provider.js';
-import type { PasswordVerifier } from '../users/password-check-options.js';
-import { createIdentityMode } from './identity-mode.js';
 import type { AbuseGuard } from '../limits/abuse-guard.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import { floodDefences } from './access.js';
 import type { LoadShedder } from '../limits/load-shedder.js';
-import { LimiterFactory } from '../limits/limiters.js';
-import { RouteLimits } from '../limits/route-limits.js';
-import { createLogger } from '../observability/logger.js';
-import { refusedConnections } from '../limits/connection-limits.js';
-import { Metrics } from '../observability/metrics.js';
-import { PeerAgreement } from '../observability/peer-agreement.js';
-import { RequestTelemetry } from '../observability/request-telemetry.js';
-import { createSpanExport } from '../observability/span-export.js';
-import { measuredStore } from '../observability/store-metrics.js';
-import { GATEHOUSE_VERSION } from '../observability/version.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { ForwardingEngine } from '../proxy/engine.js';
-import { Admission } from '../proxy/admission.js';
-import { createCachedLookup } from '../proxy/dns-cache.js';
-import { UndiciEngine } from '../proxy/engines/undici-engine.js';
-import { ProxyHandler } from '../proxy/proxy-handler.js';
-import { ProxyRoutes } from '../proxy/proxy-routes.js';
-import { SessionHoldings } from '../proxy/session-holdings.js';
-import { headerPolicyFor } from '../proxy/upstream-headers.js';
-import { TargetRegistry } from '../proxy/upstream-pool.js';
-import { WebSocketProxy } from '../proxy/websocket.js';
-import { AsyncCapture } from '../async-requests/async-capture.js';
-import { openRequestTracker } from './async-requests.js';
 import type { RequestTracker } from '../async-requests/request-tracker.js';
-import { reconcileSettings, UpstreamReconciler } from '../async-requests/upstream-reconciler.js';
-import { createStore } from '../store/create-store.js';
 import type { Store } from '../store/store.js';
 import type { KeySet } from '../tokens/keyset.js';
-import { loadSigningKeys } from './signing-keys.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
+import type { PasswordVerifier } from '../users/password-check-options.js';
+import { openAccess } from './access.js';
+import { openAsyncRequests } from './async-requests.js';
+import { openEdge, type ListenerUrls } from './edge.js';
+import { openIdentityAndTokens } from './identity-and-tokens.js';
+import { LiveParts } from './live-parts.js';
+import { openProxy } from './proxy.js';
+import { openState } from './state.js';
+import { openTelemetry } from './telemetry.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -102,7 +71,7 @@ export interface Gateway {
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
   reloadRoutes(): Promise<boolean>;
   /** Starts the listeners; resolves with the addresses they bound (`healthUrl`: `server.health.on: own`). */
-  listen(): Promise<{ url: string; adminUrl: string | undefined; healthUrl: string | undefined }>;
+  listen(): Promise<ListenerUrls>;
   /**
    * Stops taking connections, drains (readiness 503, `Connection: close`,
    * idle connections closed), lets what is in flight finish for up to
@@ -114,184 +83,89 @@ export interface Gateway {
 }
 
 export async function createGateway(config: Config, options: GatewayOptions = {}): Promise<Gateway> {
-  const logger = options.logger ?? createLogger(config);
-  const ownStore = !options.store;
-  const metrics = new Metrics({ version: GATEHOUSE_VERSION });
-  const store = measuredStore(options.store ?? (await createStore(config.store, logger, config.limits)), metrics);
-  // Addresses that keep sending refused work (their logins wait behind clean addresses'), the hashing queue, load shedding on loop delay.
-  const { abuse, passwordHashing, load, close: closeFloodDefences } = floodDefences(config.limits, metrics);
-  // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
-  const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
-  let userKeys: ApiKeyDirectory | undefined = storeKeys;
-  // Only local mode signs tokens; with Redis, every instance's published keys verify (tokens/shared-keyset.ts).
-  const { keys, shared: sharedKeys } = await loadSigningKeys(config, store, logger, { readOnly: options.readOnlyKeys ?? false });
-  const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
-  const limiters = new LimiterFactory(store);
-  // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
-  const mode = await createIdentityMode({
-    attempts: abuse,
+  const telemetry = await openTelemetry(config, options.logger);
+  const { logger, metrics } = telemetry;
+  const state = await openState(config, logger, metrics, options.store);
+  const access = openAccess(config, metrics, state.limiters);
+  const live = new LiveParts(config);
+  const identity = await openIdentityAndTokens({
     config,
-    store,
-    keys,
-    limiters,
     logger,
     metrics,
-    passwords: {
-      hashing: passwordHashing,
-      ...(options.verifyPassword && { verifyPassword: options.verifyPassword }),
-      ...(storeKeys && { storeKeys }),
-      onApiKeyUsed: (keyId) => userKeys?.recordUse(keyId, Date.now()),
-    },
+    state,
+    access,
+    live,
+    readOnlyKeys: options.readOnlyKeys ?? false,
+    verifyPassword: options.verifyPassword,
   });
-  const { identity, auth, bearer } = mode;
-  const requests = await openRequestTracker(config, store, metrics, logger);
-  const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
-
-  const registry = new TargetRegistry();
-  let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
-  // Upstream host names are looked up once, not per connection on the thread pool password hashing holds.
-  const lookup = createCachedLookup({ ttlMs: config.proxy.dnsCacheTtlS * 1000 });
-  const engine = options.engine ?? new UndiciEngine({ connectionsPerTarget: config.proxy.maxSocketsPerTarget, lookup });
-  // The client's address, one reading for limits, throttling, logs and the X-Forwarded-For sent upstream.
-  const clientAddress = compileClientAddress(config.server.trustedProxies);
-  const headers = headerPolicyFor(config, keys, clientAddress);
-  // One admission step for HTTP and WebSocket alike.
-  const admission = new Admission({
-    routes: () => routes,
-    bearer,
-    headers,
-    clientAddress,
-    limits: new RouteLimits(limiters, metrics),
-    abuse,
-    authorization: new RouteAuthorization(identity),
-  });
+  const { mode } = identity;
+  const asyncRequests = await openAsyncRequests(config, state.store, metrics, logger, live);
+  // One drain: the proxy asks it whether to keep connections, the edge runs it.
   const drain = new Drain();
-  // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
-  // Spans over OTLP only when configured; otherwise the SDK is never loaded.
-  const spans = await createSpanExport(config.tracing);
-  const telemetry = new RequestTelemetry({ logger, metrics, accessLog: config.log.access, spans });
-  // What each session holds open (exchanges, tunnels, long polls): all of it ends with its session.
-  const holdings = new SessionHoldings({ sessions: bearer, identity, logger });
-  const proxy = new ProxyHandler({
-    admission,
-    headers,
-    clientAddress,
-    engine,
-    logger,
-    telemetry,
-    metrics,
-    capture,
-    drain,
-    holdings,
-    lingering: config.server.lingeringClose,
-  });
-  // A record names its route; the route's settings as they are now (reloads included) apply.
-  const reconciler = new UpstreamReconciler({
-    tracker: requests,
-    logger,
-    routeSettings: (name) => reconcileSettings(routes, name),
-    defaults: { statusPollIntervalMs: DEFAULT_STATUS_POLL_INTERVAL_MS, statusTimeoutMs: DEFAULT_STATUS_TIMEOUT_MS },
-  });
-  const websockets = new WebSocketProxy({ admission, holdings, headers, clientAddress, logger, lookup, telemetry });
-  let gatewayCors = config.cors;
-  const cors = new CorsPolicy({ gateway: () => gatewayCors, routes: () => routes });
-  const front = new FrontDoor({ abuse, passwordHashing, load, bearer, clientAddress, metrics });
-  const app = publicListener(config, logger, proxy.handle, drain, telemetry, clientAddress, metrics, cors, front);
-  metrics.readFrom({
-    openTunnels: () => websockets.openTunnels,
-    openLongPolls: () => requests.watching,
-    refusedConnections: () => refusedConnections(app.server),
-    certificates: () => [...listenerCertificates(app.server), ...routes.clientCertificates()],
-  });
-  app.server.on('upgrade', websockets.handleUpgrade);
-  // The account page and API: the local users' own (a fronted provider manages its accounts itself).
-  let account: AccountService | undefined;
-  if (config.account.enabled && mode.local) {
-    const fileKeys = new FileApiKeys(mode.local.users);
-    userKeys ??= fileKeys;
-    account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
-  }
-  await registerGatewayEndpoints(app, {
+  const proxy = openProxy({
     config,
-    auth,
-    bearer,
-    clientAddress,
-    limiters,
-    keys,
-    passwordHashing,
-    holdings,
-    requests,
-    reconciler,
-    tokenService: mode.local?.service,
-    account,
-    backchannelLogout: mode.backchannelLogout,
+    logger,
+    metrics,
+    telemetry: telemetry.telemetry,
+    access,
+    identity: mode.identity,
+    bearer: mode.bearer,
+    keys: identity.keys,
+    asyncRequests,
+    live,
+    drain,
+    engine: options.engine,
   });
-  const reloader = options.configFile
-    ? new ConfigReloader({
-        file: options.configFile,
-        running: config,
-        logger,
-        apply: (next) => {
-          routes = ProxyRoutes.compile(next.routes, next.proxy, registry);
-          gatewayCors = next.cors;
-        },
-      })
-    : undefined;
-  reloader?.watch();
-
-  const health = healthOptions({ store, drain, keys, logger, publicApp: app, identityReady: mode.ready, usersLoss: mode.usersLoss, agreement, load });
-  const admin = await adminListener(config, logger, { metrics, requests, health });
-  // Health on the public listener too, or on one of its own (`server.health.on`).
-  const healthOnly = await placeHealth(config, logger, app, health);
+  const edge = await openEdge({
+    config,
+    logger,
+    metrics,
+    telemetry: telemetry.telemetry,
+    store: state.store,
+    access,
+    identity,
+    asyncRequests,
+    proxy,
+    live,
+    drain,
+  });
+  live.watch(options.configFile, config, logger);
 
   return {
     config,
     logger,
-    app,
-    admin,
-    store,
-    identity,
-    keys,
-    auth,
-    bearer,
+    app: edge.app,
+    admin: edge.admin,
+    store: state.store,
+    identity: mode.identity,
+    keys: identity.keys,
+    auth: mode.auth,
+    bearer: mode.bearer,
     metrics,
-    passwordHashing,
-    abuse,
-    load,
-    requests,
+    passwordHashing: access.passwordHashing,
+    abuse: access.abuse,
+    load: access.load,
+    requests: asyncRequests.requests,
     async reloadRoutes() {
-      return reloader?.reload() ?? false;
+      return live.reload();
     },
-    async listen() {
-      const addresses = await openListeners({ config, app, admin, healthOnly, peers: sharedKeys });
-      const issuerWarning = mode.local && issuerPortWarning(config.tokens.issuer, config.server.port, app.server.address());
-      if (issuerWarning) logger.warn(issuerWarning);
-      logger.info({ ...addresses, store: store.kind }, 'gatehouse listening');
-      return addresses;
-    },
+    listen: () => edge.listen(),
     async close({ graceMs = config.server.shutdownGraceS * 1000 } = {}) {
       // Readiness turns 503 in this same tick: the drain starts before the first await.
-      const cut = drain.run(app.server, app.close(), graceMs);
-      reloader?.close();
-      websockets.close();
-      // Long polls answer now instead of holding the listeners open.
-      requests.endWatches();
+      const cut = edge.drain(graceMs);
+      live.close();
+      // Tunnels and long polls end now instead of holding the listeners open.
+      proxy.endTunnels();
+      asyncRequests.endWatches();
       const cutCount = await cut;
-      // The admin and health listeners last: readiness answers 503 (not a refused
-      // connection) and backends can still report outcomes while the public one drains.
-      await admin?.close();
-      await healthOnly?.close();
-      holdings.close();
-      reconciler.close();
-      closeFloodDefences();
+      await edge.close();
+      proxy.close();
       // Before the store closes: the outbox gets its last chance to be written.
-      await requests.close();
-      engine.close();
-      await keys.close();
-      await mode.close();
-      if (ownStore) await store.close();
-      // The last spans go out before the process may exit; a collector that is gone does not hold the stop.
-      await spans?.close().catch((error: unknown) => logger.warn({ err: error }, 'spans could not be sent to the collector'));
+      await asyncRequests.close();
+      await identity.close();
+      access.close();
+      await state.close();
+      await telemetry.close();
       return cutCount;
     },
   };
