@@ -7,6 +7,7 @@
 // those below it, and closed in the order a request meets them. The parts a
 // reload replaces are held by live-parts.ts. Nothing outside src/app/ builds
 // another stage's parts; `main.ts` (through cli/start.ts) and tests start here.
+// Why: docs/decisions/0022-one-composition-root.md
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Authentication } from '../auth/auth-service.js';
