@@ -38,8 +38,8 @@ const LAYERS = [
   { layer: 2, name: 'routing', path: 'src/routing/', job: 'the route table, the request target, reading a path' },
 
   // L3: who a user is, then the tokens that carry it.
-  { layer: 3, name: 'identity', path: 'src/identity/', job: 'users, passwords and API keys: the local identity provider' },
-  { layer: 3, name: 'tokens', path: 'src/tokens/', job: 'signing keys, issuing and verifying tokens, JWKS', mayImport: ['identity'] },
+  { layer: 3, name: 'users', path: 'src/users/', job: 'local users, passwords and API keys, and the IdentityProvider seam every identity provider answers' },
+  { layer: 3, name: 'tokens', path: 'src/tokens/', job: 'signing keys, issuing and verifying tokens, JWKS, the signed assertion for backends', mayImport: ['users'] },
 
   // L4: watching and bounding the traffic.
   { layer: 4, name: 'observability', path: 'src/observability/', job: 'logs, metrics, traces, request ids' },
@@ -62,9 +62,8 @@ const LAYERS = [
   { layer: 8, name: 'server', path: 'src/server/', job: 'listeners, health, the metrics route' },
   { layer: 8, name: 'config-load', path: 'src/config-load/', job: 'reading, checking, watching and reloading the config file and environment' },
 
-  // L9: the composition root: the one place that knows every part.
-  { layer: 9, name: 'identity-mode', path: 'src/identity-mode.ts', job: 'picks local or OIDC identity and wires its parts' },
-  { layer: 9, name: 'app', path: 'src/app.ts', job: 'builds the gateway from a config', mayImport: ['identity-mode'] },
+  // L9: the composition root: the one place that knows every part and builds them, stage by stage.
+  { layer: 9, name: 'app', path: 'src/app/', job: 'the composition root: builds the gateway from a config, one module per stage' },
 
   // L10: the command line, the entry point.
   { layer: 10, name: 'cli', path: 'src/cli/', job: 'the gatehouse commands (start, users, keys, apikeys, check-config)' },

@@ -13,7 +13,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { loadavg } from 'node:os';
 import type { Principal } from '../src/core/principal.js';
-import { IdentityAssertions } from '../src/tokens/identity-assertion.js';
+import { IdentityAssertions } from '../src/tokens/backend-assertion.js';
 import type { KeySet } from '../src/tokens/keyset.js';
 import { loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { generatorName } from './lib/load.js';

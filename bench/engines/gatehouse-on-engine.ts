@@ -9,7 +9,7 @@
 // same gateway with the session-holdings registry's add and remove made
 // empty: the session-end section's A/B of what holding an exchange for its
 // session costs a whole request (bench/session-end.ts).
-import { createGateway } from '../../src/app.js';
+import { createGateway } from '../../src/app/gateway.js';
 import { loadConfig } from '../../src/config-load/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { SessionHoldings } from '../../src/proxy/session-holdings.js';

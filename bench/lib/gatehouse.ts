@@ -6,9 +6,9 @@ import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
-import { generateApiKey } from '../../src/identity/api-keys.js';
-import { hashPassword } from '../../src/identity/passwords.js';
-import { writeUsersFile } from '../../src/identity/users-file.js';
+import { generateApiKey } from '../../src/users/api-keys.js';
+import { hashPassword } from '../../src/users/passwords.js';
+import { writeUsersFile } from '../../src/users/users-file.js';
 import { freePort } from '../../test/helpers/ports.js';
 import { own, processCpuMicros, stopProcess, type ServerProcess } from './processes.js';
 

@@ -12,9 +12,9 @@
 import { once } from 'node:events';
 import { request, type IncomingMessage } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { hashPassword } from '../../src/identity/passwords.js';
-import { addUser, setDisabled } from '../../src/identity/users-changes.js';
-import { readUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
+import { hashPassword } from '../../src/users/passwords.js';
+import { addUser, setDisabled } from '../../src/users/users-changes.js';
+import { readUsersFile, writeUsersFile } from '../../src/users/users-file.js';
 
 /** One round's figures, in milliseconds from the moment the revocation was sent. */
 export interface RevocationSample {
@@ -172,7 +172,7 @@ export function byApiKeyRevocation(base: string, username: string, password: str
   };
 }
 
-/** How often each instance reads the users file's stats (src/identity/users-source.ts). */
+/** How often each instance reads the users file's stats (src/users/users-source.ts). */
 const USERS_FILE_POLL_MS = 500;
 
 /** Cheap scrypt for the users made here: what is measured is the session's end, not a login. */

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
-import { KEY_ID_PATTERN } from '../identity/api-keys.js';
+import { KEY_ID_PATTERN } from '../users/api-keys.js';
 import { ROLE_NAME_PATTERN } from '../core/role-name.js';
 import { ACCOUNT_API_KEY_PATH, ACCOUNT_API_KEYS_PATH, ACCOUNT_PATH, ACCOUNT_SESSION_PATH, ACCOUNT_SESSIONS_PATH } from '../http/gateway-paths.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';

@@ -3,8 +3,8 @@
 // made, and kept across restarts, while the users file stays the operator's.
 // With the in-memory store there is one instance and nothing shared, so they
 // go into the users file as the CLI's keys do (file-api-keys.ts).
-import type { ApiKeyRecord } from '../identity/users-file.js';
-import type { NewApiKey } from '../identity/users-changes.js';
+import type { ApiKeyRecord } from '../users/users-file.js';
+import type { NewApiKey } from '../users/users-changes.js';
 
 /** A key as the directory holds it: the users file's record and whose it is. */
 export interface HeldApiKey extends ApiKeyRecord {

@@ -9,9 +9,9 @@
 // users made, so it lists and revokes only those, on the in-memory store and
 // beside Redis alike (a gateway moved to Redis keeps them its users').
 import { gatehouseError } from '../core/errors.js';
-import type { LocalIdentityProvider } from '../identity/local-provider.js';
-import { isUserMadeKey } from '../identity/users-file.js';
-import { addApiKey, findApiKey, revokeApiKey, UsersChangeError, type NewApiKey } from '../identity/users-changes.js';
+import type { LocalIdentityProvider } from '../users/local-provider.js';
+import { isUserMadeKey } from '../users/users-file.js';
+import { addApiKey, findApiKey, revokeApiKey, UsersChangeError, type NewApiKey } from '../users/users-changes.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 
 export class FileApiKeys implements ApiKeyDirectory {

@@ -4,8 +4,8 @@
 // shows, how long an expired key stays listed; where and how the store keeps
 // them is store/redis-api-keys.ts's.
 import { gatehouseError } from '../core/errors.js';
-import type { ApiKeyRecord } from '../identity/users-file.js';
-import type { NewApiKey } from '../identity/users-changes.js';
+import type { ApiKeyRecord } from '../users/users-file.js';
+import type { NewApiKey } from '../users/users-changes.js';
 import type { ApiKeyRecords } from '../store/api-key-records.js';
 import type { ApiKeyDirectory, HeldApiKey, KeyOwner } from './api-key-directory.js';
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { SessionRecord, SessionStore } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';

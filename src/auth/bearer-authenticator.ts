@@ -12,7 +12,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { bearerToken, plainBearerToken, usesDpopScheme } from './bearer.js';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { dpopChallenge, DpopNonceError, DpopProofError, type DpopProofCheck } from '../dpop/proof-check.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
 import { Listeners } from '../store/listeners.js';
 import type { SessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';

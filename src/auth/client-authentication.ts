@@ -2,7 +2,7 @@
 // `tokens.clients`, authenticated as RFC 6749 2.3.1 says (HTTP Basic with
 // form-encoded id and secret, or client_id and client_secret in the body).
 import type { TokensConfig } from '../config/schema.js';
-import { verifyPassword } from '../identity/passwords.js';
+import { verifyPassword } from '../users/passwords.js';
 
 export type ClientList = TokensConfig['clients'];
 

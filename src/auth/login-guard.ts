@@ -11,7 +11,7 @@
 // `invalid_refresh_token` for a refresh. Anything else a step throws passes
 // through unrecorded.
 import { isGatehouseError } from '../core/errors.js';
-import { parseApiKey } from '../identity/api-keys.js';
+import { parseApiKey } from '../users/api-keys.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import { refusesWellSignedToken } from '../tokens/types.js';
 import type { AuditFacts, LoginAudit, LoginMethod } from './login-audit.js';

@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
 import { verifiedClientSubject } from '../proxy/client-certificate.js';
 import type { RouteGuard } from '../proxy/plug-ins.js';
 import type { CompiledRoute } from '../routing/route-table.js';

@@ -3,12 +3,12 @@
 // With Redis configured, the keys users made themselves live there: a listing
 // that cannot reach it fails rather than leave them out unsaid.
 import { parseArgs } from 'node:util';
-import { generateApiKey } from '../identity/api-keys.js';
-import { KeyScopeSchema, type KeyScope } from '../identity/key-scope.js';
+import { generateApiKey } from '../users/api-keys.js';
+import { KeyScopeSchema, type KeyScope } from '../users/key-scope.js';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { StoreConfig } from '../config/schema.js';
-import { isApiKeyActive, type ApiKeyRecord, type UsersFileData } from '../identity/users-file.js';
-import { addApiKey, getUser, revokeApiKey, findApiKey } from '../identity/users-changes.js';
+import { isApiKeyActive, type ApiKeyRecord, type UsersFileData } from '../users/users-file.js';
+import { addApiKey, getUser, revokeApiKey, findApiKey } from '../users/users-changes.js';
 import { revokeKeyAndEndSessions } from '../account/revoke-api-key.js';
 import type { Store } from '../store/store.js';
 import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';

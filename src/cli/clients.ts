@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
-import { hashPassword } from '../identity/passwords.js';
+import { hashPassword } from '../users/passwords.js';
 import { CliError, EXIT_OK, singlePositional, UsageError, writeLine, type CommandGroup, type OutputIo } from './command.js';
 import { readAll, type CliIo } from './io.js';
 

@@ -5,7 +5,7 @@
 // usage text on stderr. A name the config does not declare (a role, a scope)
 // is exit 65, with the names it does declare.
 import { ConfigError } from '../config-load/load.js';
-import { UsersFileError } from '../identity/users-file.js';
+import { UsersFileError } from '../users/users-file.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;

@@ -10,7 +10,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { serveClusterMetrics } from '../observability/cluster-metrics.js';
 import { availableParallelism } from 'node:os';
 import type { Logger } from 'pino';
-import { createGateway } from '../app.js';
+import { createGateway } from '../app/gateway.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../observability/logger.js';
 import { prepareKeysFile } from '../tokens/key-rotation.js';

@@ -3,11 +3,11 @@
 // command runs on. In the store, a change is one compare-and-set announced
 // to every running gateway, which all read the users again at once. A
 // command only reads and changes the users: seeding a new store, and marking
-// one that lost its users, are the gateways' (identity/store-users.ts).
+// one that lost its users, are the gateways' (users/store-users.ts).
 import { pino } from 'pino';
-import { StoreUsers } from '../identity/store-users.js';
-import type { UsersFileData } from '../identity/users-file.js';
-import { fileUsersSource, type UsersChange } from '../identity/users-source.js';
+import { StoreUsers } from '../users/store-users.js';
+import type { UsersFileData } from '../users/users-file.js';
+import { fileUsersSource, type UsersChange } from '../users/users-source.js';
 import { CliError, writeLine } from './command.js';
 import type { CliIo } from './io.js';
 import { withStore } from './store-session.js';

@@ -4,9 +4,9 @@
 // file watch, or every instance at once through the store's announcement.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { hashPassword } from '../identity/passwords.js';
-import { isApiKeyActive, parseUsersFile, UsersFileError, writeUsersFile } from '../identity/users-file.js';
-import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../identity/users-changes.js';
+import { hashPassword } from '../users/passwords.js';
+import { isApiKeyActive, parseUsersFile, UsersFileError, writeUsersFile } from '../users/users-file.js';
+import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../users/users-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, canPromptHidden, promptHidden, readAll, writeJson, type CliIo } from './io.js';

@@ -8,7 +8,7 @@
 import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { privateKeyIn, readPemFile, readTlsMaterial, TlsMaterialError } from '../files/tls-material.js';
-import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
+import { parseUsersFile, UsersFileError } from '../users/users-file.js';
 import type { ConfiguredFiles } from './load.js';
 
 export interface EnvironmentCheckOptions {

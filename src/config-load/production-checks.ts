@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative } from 'node:path';
 import type { Config } from '../config/schema.js';
 import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
-import { parseUsersFile, UsersFileError } from '../identity/users-file.js';
+import { parseUsersFile, UsersFileError } from '../users/users-file.js';
 import { EVICTION_FIX, readEvictionPoliciesAt, type MasterEvictionPolicy } from '../store/eviction-policy.js';
 
 export interface ProductionFinding {

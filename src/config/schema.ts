@@ -1,5 +1,6 @@
-// The one schema of Gatehouse's configuration, assembled from its parts
-// (server-schema.ts, identity-schema.ts, route-schema.ts, proxy-schema.ts).
+// The one schema of Gatehouse's configuration, assembled from its sections,
+// each in a file named after it (server-schema.ts holds `server` and `admin`;
+// route-schema.ts `routes`, `authorization` and `cors`).
 // The TypeScript types below are inferred from it, so the code and the
 // validation can never disagree. Every object is strict: a misspelt key is an
 // error, not a silently ignored line. What types cannot say (routes that
@@ -9,16 +10,25 @@
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import { checkHealthListener, checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
-import { IdentitySchema, SIGNING_ALGORITHMS, TokensSchema } from './identity-schema.js';
+import { IdentitySchema } from './identity-schema.js';
+import { SIGNING_ALGORITHMS, TokensSchema } from './tokens-schema.js';
 import { checkRotationSecrets } from './rotation-rules.js';
-import { AccountSchema, LimitsSchema, proxySchema, RequestsSchema, TracingSchema } from './proxy-schema.js';
+import { proxySchema } from './proxy-schema.js';
+import { RequestsSchema } from './requests-schema.js';
+import { LimitsSchema } from './limits-schema.js';
+import { TracingSchema } from './tracing-schema.js';
+import { AccountSchema } from './account-schema.js';
 import { AuthorizationSchema, CorsSchema, RouteSchema, type RateLimitSchema } from './route-schema.js';
 import { always } from './schema-primitives.js';
 import { checkRouteUpstreams } from './upstream-schema.js';
-import { AdminSchema, LogSchema, serverSchema, storeSchema } from './server-schema.js';
+import { AdminSchema, serverSchema } from './server-schema.js';
+import { storeSchema } from './store-schema.js';
+import { LogSchema } from './log-schema.js';
 
-export { OidcIdentitySchema, SIGNING_ALGORITHMS, type OidcIdentityConfig } from './identity-schema.js';
-export { LoginLimitsSchema, type AccountConfig } from './proxy-schema.js';
+export { OidcIdentitySchema, type OidcIdentityConfig } from './identity-schema.js';
+export { SIGNING_ALGORITHMS } from './tokens-schema.js';
+export { LoginLimitsSchema } from './limits-schema.js';
+export type { AccountConfig } from './account-schema.js';
 export { RouteSchema } from './route-schema.js';
 export type { ContentChecks } from './content-check-hooks.js';
 

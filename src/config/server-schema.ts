@@ -1,4 +1,5 @@
-// The listeners' and the store's part of the config schema.
+// The `server` and `admin` sections of the config schema: the listeners
+// (the public one with its health, and the admin one).
 import { z } from 'zod';
 import type { ContentChecks } from './content-check-hooks.js';
 import * as d from './defaults.js';
@@ -104,36 +105,4 @@ export const AdminSchema = z.strictObject({
   port: port.default(d.DEFAULT_ADMIN_PORT),
   /** Open connections on the admin listener, its own cap: a flood of the public one never reaches it. */
   maxConnections: positiveInt.default(d.DEFAULT_ADMIN_MAX_CONNECTIONS),
-});
-
-/** Where sessions, request records and limit counters live: Redis, or the process's memory. */
-export function storeSchema(checks: ContentChecks) {
-  const storeUrl = z
-    .string()
-    .regex(/^(redis|rediss|redis-sentinel|redis-cluster):\/\/.+/, {
-      error: 'must be a redis://, rediss://, redis-sentinel:// or redis-cluster:// URL',
-    })
-    .superRefine((url, ctx): void => checks.storeUrl(url, ctx), { when: withoutIssues });
-  return z.strictObject({
-    /**
-     * `redis://`, `rediss://`, `redis-sentinel://[:pw@]h1:p1,h2:p2/master` or
-     * `redis-cluster://h1:p1,h2:p2`. Absent: the in-memory store (neither
-     * durable nor shared between instances).
-     */
-    url: storeUrl.optional(),
-    /** Put in front of every Redis key and channel, so that deployments can share one Redis. */
-    keyPrefix: z.string().default(d.DEFAULT_STORE_KEY_PREFIX),
-  });
-}
-
-/** The log, one JSON line per event on standard output (pino). */
-export const LogSchema = z.strictObject({
-  /** The least severe level written (pino's levels; `silent`: none). */
-  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default(d.DEFAULT_LOG_LEVEL),
-  /**
-   * One line per request at info. Off where a load balancer in front already
-   * keeps access logs: it is a measurable share of each request's CPU (10–21 %
-   * of a proxied request's, measured).
-   */
-  access: z.boolean().default(true),
 });

@@ -1,7 +1,7 @@
 // How a scrypt password hash is written down, `scrypt$ln=15,r=8,p=1$<salt>$<hash>`,
 // and the bounds a hash read back must stay within: a corrupt or hostile users
-// file must not make one login allocate gigabytes. Hashing itself is identity/'s
-// (identity/passwords.ts); the config schema needs only to know a hash when it sees one.
+// file must not make one login allocate gigabytes. Hashing itself is users/'s
+// (users/passwords.ts); the config schema needs only to know a hash when it sees one.
 
 export interface ScryptParams {
   /** log2 of the CPU/memory cost N. */
@@ -30,7 +30,7 @@ export interface DecodedHash {
   hash: Buffer;
 }
 
-/** True when `encoded` is a hash identity/passwords.ts can verify (used to validate the users file). */
+/** True when `encoded` is a hash users/passwords.ts can verify (used to validate the users file). */
 export function isWellFormedPasswordHash(encoded: string): boolean {
   return decode(encoded) !== null;
 }

@@ -6,7 +6,7 @@
 //
 // Runs for every access line, so a URL with nothing to mask costs a few
 // indexOf calls and comes back as the very same string.
-import { API_KEY_PREFIX } from '../identity/api-keys.js';
+import { API_KEY_PREFIX } from '../users/api-keys.js';
 
 export const REDACTED = '[REDACTED]';
 

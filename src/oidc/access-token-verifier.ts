@@ -9,7 +9,7 @@ import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, jwtVerify,
 import { DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S } from '../config/defaults.js';
 import type { OidcIdentityConfig } from '../config/schema.js';
 import { gatehouseError } from '../core/errors.js';
-import type { Identity } from '../identity/identity-provider.js';
+import type { Identity } from '../users/identity-provider.js';
 
 export interface ProviderTokenVerifierOptions {
   issuer: string;

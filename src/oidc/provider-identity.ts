@@ -8,7 +8,7 @@
 // token seen (session-roles.ts): a route rule asks at every request, so a
 // token checked before a role was taken away loses it here.
 import type { SessionRoles } from './session-roles.js';
-import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from '../identity/identity-provider.js';
+import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from '../users/identity-provider.js';
 
 const NONE: readonly string[] = Object.freeze([]);
 

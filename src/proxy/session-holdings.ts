@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
-import type { IdentityProvider } from '../identity/identity-provider.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
 
 export type HoldingEnd = 'session ended' | 'user or API key no longer active' | 'access revoked' | 'token expired' | 'gateway stopping';
 

@@ -9,7 +9,7 @@
 // Why: docs/decisions/0006-header-sanitisation.md
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Principal } from '../core/principal.js';
-import type { Config, IdentityHeaderNames } from '../config/schema.js';
+import type { IdentityHeaderNames } from '../config/schema.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { REQUEST_ID_HEADER } from '../observability/request-id.js';
 import { CLIENT_SUBJECT_HEADER, verifiedClientSubject } from './client-certificate.js';
@@ -26,10 +26,8 @@ import {
   OVERRIDE_HEADERS,
 } from './header-syntax.js';
 import { IdentityHeaders } from './identity-headers.js';
-import { IdentityAssertions } from '../tokens/identity-assertion.js';
-import type { KeySet } from '../tokens/keyset.js';
 
-/** Signs the identity assertion of a request (tokens/identity-assertion.ts). */
+/** Signs the identity assertion of a request (tokens/backend-assertion.ts). */
 export interface AssertionSigner {
   assertion(principal: Principal, audience: string, lifetimeS: number): string;
 }
@@ -192,10 +190,4 @@ function assertionHeaderName(name: string, identity: readonly string[]): string 
     throw new Error('proxy.identityHeaders: each identity header needs a name of its own');
   }
   return lower;
-}
-
-/** The gateway's header policy: its names and allowances from `proxy`, its assertions signed with the gateway's keys for `tokens.issuer`. */
-export function headerPolicyFor(config: Pick<Config, 'proxy' | 'tokens'>, keys: KeySet, clientAddress: ClientAddress): HeaderPolicy {
-  const { identityHeaders, allowClientHeaders } = config.proxy;
-  return new HeaderPolicy({ identityHeaders, clientAddress, allowClientHeaders, assertions: new IdentityAssertions({ keys, issuer: config.tokens.issuer }) });
 }

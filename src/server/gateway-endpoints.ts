@@ -15,8 +15,7 @@ import type { Config } from '../config/schema.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { errorHandler } from '../http/error-handler.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import type { LimiterFactory } from '../limits/limiters.js';
-import { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
+import type { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
 import type { BackchannelLogout } from '../oidc/backchannel-logout.js';
 import { backchannelLogoutRoute } from '../oidc/backchannel-logout-route.js';
 import type { SessionHoldings } from '../proxy/session-holdings.js';
@@ -32,7 +31,6 @@ export interface GatewayEndpointParts {
   auth: Authentication;
   bearer: BearerAuthenticator;
   clientAddress: ClientAddress;
-  limiters: LimiterFactory;
   keys: KeySet;
   passwordHashing: FairWorkQueue;
   holdings: SessionHoldings;
@@ -44,6 +42,8 @@ export interface GatewayEndpointParts {
   account?: AccountService | undefined;
   /** A fronted provider's back-channel logout (oidc mode). */
   backchannelLogout?: BackchannelLogout | undefined;
+  /** Refused logout tokens per address, with `backchannelLogout`. */
+  logoutTokenThrottle?: LogoutTokenThrottle | undefined;
 }
 
 export async function registerGatewayEndpoints(app: FastifyInstance, parts: GatewayEndpointParts): Promise<void> {
@@ -54,8 +54,8 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
   const dpop = parts.tokenService?.tokenRequestProofs;
   await app.register(authRoutes, { auth: parts.auth, bodyLimitBytes, clientAddress, ...(dpop && { dpop }) });
   // A fronted provider's logout reaches us (OpenID Connect Back-Channel Logout), throttled as the token endpoint is.
-  if (parts.backchannelLogout) {
-    const throttle = new LogoutTokenThrottle(config.limits.login, parts.limiters);
+  if (parts.backchannelLogout && parts.logoutTokenThrottle) {
+    const throttle = parts.logoutTokenThrottle;
     await app.register(backchannelLogoutRoute, { logout: parts.backchannelLogout, throttle, clientAddress, bodyLimitBytes });
   }
   if (parts.tokenService) {

@@ -20,7 +20,7 @@ export interface GatewayHealthParts extends Omit<ReadinessParts, 'listening' | '
   publicApp: FastifyInstance;
   agreement?: PeerAgreement | undefined;
   load?: LoadShedder | undefined;
-  /** With the users held in the store: whether they were lost (identity/store-users.ts). */
+  /** With the users held in the store: whether they were lost (users/store-users.ts). */
   usersLoss?: (() => { missing: string[] } | undefined) | undefined;
 }
 

@@ -91,7 +91,7 @@ export function publicListener(
         server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
         if (config.server.http2.cleartext) acceptCleartextHttp2(server, handler, config.server.http2, KEEP_ALIVE_TIMEOUT_MS, logger);
       }
-      // Upgrades go to 'upgrade' listeners, not the handler: this one only reads their heads; the WebSocket proxy's (app.ts) answers them.
+      // Upgrades go to 'upgrade' listeners, not the handler: this one only reads their heads; the WebSocket proxy's (app/gateway.ts) answers them.
       server.on('upgrade', forwarding.note);
       limitConnections(
         server,

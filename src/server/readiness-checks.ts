@@ -97,7 +97,7 @@ function evictionCheck(policies: () => readonly MasterEvictionPolicy[]): Readine
 }
 
 /**
- * The users held in the store were lost (identity/store-users.ts): degraded,
+ * The users held in the store were lost (users/store-users.ts): degraded,
  * never unready — every instance shares the loss, and taking them all out of
  * rotation would not bring the users back; `users import` of an export does.
  */

@@ -107,7 +107,7 @@ export class Keyspace {
 
   /**
    * Says what became of the users held in the store: `seeded` once they were
-   * first written, `lost` once an instance found them gone (identity/
+   * first written, `lost` once an instance found them gone (users/
    * store-users.ts). In the users' hash slot, so one script reads and writes
    * both on Redis Cluster: `users` carries no hash tag of its own unless the
    * prefix gives it one, so the marker's tag is the users key's whole name

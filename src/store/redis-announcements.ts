@@ -27,7 +27,7 @@ export class AnnouncementFeed {
   readonly statusChanges: Listeners<RequestStatusChange>;
   /** Some instance published or retired a signing key (tokens/shared-keyset.ts reads the store again). */
   readonly keysChanged: Listeners<void>;
-  /** Some instance or command changed the users held in the store (identity/ reads them again). */
+  /** Some instance or command changed the users held in the store (users/ reads them again). */
   readonly usersChanged: Listeners<void>;
   /** The feed was interrupted and flows again: announcements may have been missed. */
   readonly resumed: Listeners<void>;

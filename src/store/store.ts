@@ -102,7 +102,7 @@ export interface KeysStore {
   readonly sharedKeys?: SharedKeyRecords;
 }
 
-/** The users, when the config holds them in the store (`identity.usersIn: store`, identity/store-users.ts). */
+/** The users, when the config holds them in the store (`identity.usersIn: store`, users/store-users.ts). */
 export interface UsersStore {
   readonly users?: UserRecords;
 }

@@ -1,5 +1,5 @@
 // The store's half of users held in Redis (`identity.usersIn: store`; the
-// rules for them, the records' format and their checks, are identity/'s):
+// rules for them, the records' format and their checks, are users/'s):
 // each user's record as text by user name, changed only by an atomic
 // compare-and-set that announces the change to every instance. The store
 // keeps each record as the text it is given and does not read it.

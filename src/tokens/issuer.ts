@@ -3,7 +3,7 @@
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
 import { randomUUID } from 'node:crypto';
 import type { SessionRecord } from '../store/store.js';
-import type { Grants } from '../identity/identity-provider.js';
+import type { Grants } from '../users/identity-provider.js';
 import { signCompactJws } from './compact-jws.js';
 import type { KeySet } from './keyset.js';
 import type { TokenType } from '../core/vocabulary.js';

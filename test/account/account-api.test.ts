@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { parseUsersFile } from '../../src/identity/users-file.js';
+import { parseUsersFile } from '../../src/users/users-file.js';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 

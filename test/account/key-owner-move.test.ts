@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readUsersFile } from '../../src/identity/users-file.js';
+import { readUsersFile } from '../../src/users/users-file.js';
 import { postJson, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
 

@@ -4,7 +4,7 @@
 // revoked session's tokens go inactive. Unauthenticated callers are refused.
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/identity/passwords.js';
+import { hashPassword } from '../../src/users/passwords.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/ports.js';
 

@@ -3,8 +3,8 @@
 // before it (the users file keeps `sessionsNotBefore`), checked by the one
 // bearer rule on every use, cached tokens included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readUsersFile } from '../../src/identity/users-file.js';
-import { setDisabled } from '../../src/identity/users-changes.js';
+import { readUsersFile } from '../../src/users/users-file.js';
+import { setDisabled } from '../../src/users/users-changes.js';
 import { login, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { changeUsersFile } from '../helpers/users.js';
 

@@ -1,7 +1,7 @@
 // Spec 4.2, 5.6–5.8, 7: refresh renews the access token; the refresh token is not rotated.
 import { SignJWT, generateKeyPair } from 'jose';
-import { readUsersFile } from '../../src/identity/users-file.js';
-import { setDisabled } from '../../src/identity/users-changes.js';
+import { readUsersFile } from '../../src/users/users-file.js';
+import { setDisabled } from '../../src/users/users-changes.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { jwtPayload, login, postJson, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { changeUsersFile } from '../helpers/users.js';

@@ -11,8 +11,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { BearerAuthenticator } from '../../src/auth/bearer-authenticator.js';
 import type { Principal } from '../../src/core/principal.js';
 import { GatehouseError } from '../../src/core/errors.js';
-import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
-import { readUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
+import { LocalIdentityProvider } from '../../src/users/local-provider.js';
+import { readUsersFile, type UsersFileData } from '../../src/users/users-file.js';
 import { createStore } from '../../src/store/create-store.js';
 import type { SessionRecord, Store } from '../../src/store/store.js';
 import { TokenIssuer } from '../../src/tokens/issuer.js';

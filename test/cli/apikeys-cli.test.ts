@@ -6,8 +6,8 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runApiKeysCommand } from '../../src/cli/apikeys.js';
 import { runUsersCommand } from '../../src/cli/users.js';
-import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
-import { readUsersFile } from '../../src/identity/users-file.js';
+import { LocalIdentityProvider } from '../../src/users/local-provider.js';
+import { readUsersFile } from '../../src/users/users-file.js';
 import { runCommand, type CliRun } from '../helpers/cli.js';
 
 const KEY_LINE = /^ghk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}\n$/;

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config-load/load.js';
-import { CLIENT_SECRET_HASH_EXAMPLE } from '../../src/config/identity-schema.js';
+import { CLIENT_SECRET_HASH_EXAMPLE } from '../../src/config/tokens-schema.js';
 import { judgeSecret } from '../../src/core/secret-strength.js';
-import { verifyPassword } from '../../src/identity/passwords.js';
+import { verifyPassword } from '../../src/users/passwords.js';
 import { runGatehouse } from '../helpers/cli.js';
 import { startTestGateway } from '../helpers/gateway.js';
 

@@ -7,9 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
 import { runApiKeysCommand } from '../../src/cli/apikeys.js';
 import { runUsersCommand } from '../../src/cli/users.js';
-import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
-import { verifyPassword } from '../../src/identity/passwords.js';
-import { readUsersFile } from '../../src/identity/users-file.js';
+import { LocalIdentityProvider } from '../../src/users/local-provider.js';
+import { verifyPassword } from '../../src/users/passwords.js';
+import { readUsersFile } from '../../src/users/users-file.js';
 import { runCommand, type CliRun } from '../helpers/cli.js';
 
 let dir: string;

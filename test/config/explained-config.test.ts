@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfig, validateConfig } from '../../src/config-load/load.js';
-import { hashPassword } from '../../src/identity/passwords.js';
+import { hashPassword } from '../../src/users/passwords.js';
 import { configSections } from '../../scripts/config-reference.js';
 import { runGatehouse } from '../helpers/cli.js';
 import { startTestGateway } from '../helpers/gateway.js';

@@ -3,7 +3,7 @@
 // test. Each refusal names the attack it stops.
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/identity/passwords.js';
+import { hashPassword } from '../../src/users/passwords.js';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
 import { clientKey, handMade, proof, tokenHash, type ClientKey } from '../helpers/dpop.js';
 import { jwtPayload, login, postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';

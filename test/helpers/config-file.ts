@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/app/gateway.js';
 import { loadConfig } from '../../src/config-load/load.js';
 import { DEFAULT_TEST_USERS, writeTestUsers } from './gateway.js';
 import { logSink, type LogSink } from './log-sink.js';

@@ -3,13 +3,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/app/gateway.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { Config } from '../../src/config/schema.js';
-import { generateApiKey } from '../../src/identity/api-keys.js';
-import type { PasswordVerifier } from '../../src/identity/password-check-options.js';
-import { hashPassword } from '../../src/identity/passwords.js';
-import { writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
+import { generateApiKey } from '../../src/users/api-keys.js';
+import type { PasswordVerifier } from '../../src/users/password-check-options.js';
+import { hashPassword } from '../../src/users/passwords.js';
+import { writeUsersFile, type UsersFileData } from '../../src/users/users-file.js';
 import type { Store } from '../../src/store/store.js';
 import { logSink, type LogSink } from './log-sink.js';
 

@@ -3,7 +3,7 @@
 // are let through shows whose turn the hashing queue gave. Clients name their
 // address in X-Forwarded-For (loopback is the trusted proxy in front).
 import { EventEmitter } from 'node:events';
-import { verifyPassword } from '../../src/identity/passwords.js';
+import { verifyPassword } from '../../src/users/passwords.js';
 import { postJson, startTestGateway, type TestGateway } from './gateway.js';
 import { startUpstream, type Upstream } from './upstream.js';
 

@@ -1,8 +1,8 @@
 // Changing a running gateway's users file the way an operator does (the CLI
 // rewrites it; every instance watches it), and waiting for the gateway to
 // have taken the change: its identity provider announces every reload.
-import type { IdentityProvider } from '../../src/identity/identity-provider.js';
-import { writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
+import type { IdentityProvider } from '../../src/users/identity-provider.js';
+import { writeUsersFile, type UsersFileData } from '../../src/users/users-file.js';
 import type { TestGateway } from './gateway.js';
 
 /** Resolves at the identity provider's next change. */

@@ -10,7 +10,7 @@ import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGateway, type Gateway } from '../../src/app.js';
+import { createGateway, type Gateway } from '../../src/app/gateway.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { SharedKeySet } from '../../src/tokens/shared-keyset.js';
 import { postJson } from '../helpers/gateway.js';

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGateway } from '../../src/app.js';
+import { createGateway } from '../../src/app/gateway.js';
 import { runKeysCommand } from '../../src/cli/keys.js';
 import { parseConfig } from '../../src/config-load/load.js';
 import type { SharedKeySet } from '../../src/tokens/shared-keyset.js';

@@ -9,25 +9,25 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import * as apiKeys from '../../src/identity/api-keys.js';
-import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
-import * as passwords from '../../src/identity/passwords.js';
-import * as standIn from '../../src/identity/scrypt-stand-in.js';
-import { emptyUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
-import { addApiKey, addUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
+import * as apiKeys from '../../src/users/api-keys.js';
+import { LocalIdentityProvider } from '../../src/users/local-provider.js';
+import * as passwords from '../../src/users/passwords.js';
+import * as standIn from '../../src/users/scrypt-stand-in.js';
+import { emptyUsersFile, writeUsersFile } from '../../src/users/users-file.js';
+import { addApiKey, addUser, revokeApiKey, setDisabled } from '../../src/users/users-changes.js';
 import { logSink } from '../helpers/log-sink.js';
 
-vi.mock('../../src/identity/passwords.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/identity/passwords.js')>();
+vi.mock('../../src/users/passwords.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/users/passwords.js')>();
   return { ...real, verifyPassword: vi.fn(real.verifyPassword) };
 });
 // An unknown username waits as long as a default-cost scrypt instead of computing one (scrypt-stand-in.ts).
-vi.mock('../../src/identity/scrypt-stand-in.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/identity/scrypt-stand-in.js')>();
+vi.mock('../../src/users/scrypt-stand-in.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/users/scrypt-stand-in.js')>();
   return { ...real, standInWait: vi.fn(real.standInWait) };
 });
-vi.mock('../../src/identity/api-keys.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/identity/api-keys.js')>();
+vi.mock('../../src/users/api-keys.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/users/api-keys.js')>();
   return { ...real, apiKeySecretMatches: vi.fn(real.apiKeySecretMatches) };
 });
 

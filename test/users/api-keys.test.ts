@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { API_KEY_PREFIX, apiKeySecretMatches, generateApiKey, hashApiKeySecret, parseApiKey } from '../../src/identity/api-keys.js';
+import { API_KEY_PREFIX, apiKeySecretMatches, generateApiKey, hashApiKeySecret, parseApiKey } from '../../src/users/api-keys.js';
 
 const KEY = /^ghk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/;
 

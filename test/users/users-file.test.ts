@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateApiKey } from '../../src/identity/api-keys.js';
-import { hashPassword } from '../../src/identity/passwords.js';
-import { UsersFileError, emptyUsersFile, readUsersFile, writeUsersFile, type UsersFileData } from '../../src/identity/users-file.js';
-import { UsersChangeError, addApiKey, addUser, removeUser, revokeApiKey, setDisabled } from '../../src/identity/users-changes.js';
+import { generateApiKey } from '../../src/users/api-keys.js';
+import { hashPassword } from '../../src/users/passwords.js';
+import { UsersFileError, emptyUsersFile, readUsersFile, writeUsersFile, type UsersFileData } from '../../src/users/users-file.js';
+import { UsersChangeError, addApiKey, addUser, removeUser, revokeApiKey, setDisabled } from '../../src/users/users-changes.js';
 import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
 /** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */

@@ -7,9 +7,9 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { fileDigest } from '../files/file-digest.js';
 import type { KeysStore, StoreLifecycle } from '../store/store.js';
-import { loadKeySet, type KeySet, type WatchedKeySet } from './keyset.js';
-import { NO_SIGNING_KEYS } from './no-keys.js';
-import { SharedKeySet, type SharedKeySetOptions } from './shared-keyset.js';
+import { loadKeySet, type KeySet, type WatchedKeySet } from '../tokens/keyset.js';
+import { NO_SIGNING_KEYS } from '../tokens/no-keys.js';
+import { SharedKeySet, type SharedKeySetOptions } from '../tokens/shared-keyset.js';
 
 /** A store that may share keys: only a Redis one does. */
 type KeySharingStore = KeysStore & Pick<StoreLifecycle, 'kind'>;
@@ -18,7 +18,7 @@ type KeySharingStore = KeysStore & Pick<StoreLifecycle, 'kind'>;
 export async function shareKeys(config: Config, store: KeySharingStore, local: WatchedKeySet, logger: Logger): Promise<SharedKeySet | undefined> {
   if (store.kind !== 'redis' || store.sharedKeys === undefined) return undefined;
   const identity = config.identity;
-  // Users held in the store: each instance's copy of the file only seeds it; identity-mode.ts tells the view's digest instead.
+  // Users held in the store: each instance's copy of the file only seeds it; app/identity-mode.ts tells the view's digest instead.
   const usersFile = identity.provider === 'local' && identity.usersIn !== 'store' ? identity.usersFile : undefined;
   const shared = new SharedKeySet({
     local,

@@ -1,4 +1,4 @@
-// Users held in the store (identity/store-users.ts) on a real redis-server:
+// Users held in the store (users/store-users.ts) on a real redis-server:
 // changes are compare-and-set (two operators changing one user lose neither
 // change), every change is announced to every reader, a store never seeded is
 // seeded once from the users file (if any), one that lost its users is marked
@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { StoreUsers } from '../../src/identity/store-users.js';
-import { addUser, changeRole } from '../../src/identity/users-changes.js';
-import { readUsersFile } from '../../src/identity/users-file.js';
+import { StoreUsers } from '../../src/users/store-users.js';
+import { addUser, changeRole } from '../../src/users/users-changes.js';
+import { readUsersFile } from '../../src/users/users-file.js';
 import { Keyspace } from '../../src/store/keyspace.js';
 import { createStore } from '../../src/store/create-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -20,7 +20,7 @@ import type { UserRecords } from '../../src/store/user-records.js';
 import { TEST_SCRYPT_PARAMS, writeTestUsers } from '../helpers/gateway.js';
 import { logSink } from '../helpers/log-sink.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
-import { hashPassword } from '../../src/identity/passwords.js';
+import { hashPassword } from '../../src/users/passwords.js';
 
 const silent = pino({ level: 'silent' });
 

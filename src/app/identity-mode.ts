@@ -6,37 +6,40 @@
 // Authentication and one bearer rule; only local mode has Gatehouse's own
 // OAuth endpoints and the account page.
 import type { Logger } from 'pino';
-import { AuthService, type Authentication } from './auth/auth-service.js';
-import { BearerAuthenticator } from './auth/bearer-authenticator.js';
-import { LoginAudit, type AttemptRecord } from './auth/login-audit.js';
-import type { Config } from './config/schema.js';
-import { DpopNonces } from './dpop/nonces.js';
-import { DpopProofCheck } from './dpop/proof-check.js';
-import { compileClientAddress } from './http/client-address.js';
-import type { IdentityProvider } from './identity/identity-provider.js';
-import { LocalIdentityProvider } from './identity/local-provider.js';
-import type { PasswordCheckOptions } from './identity/password-check-options.js';
-import { openStoreUsers, type UsersLoss } from './identity/store-users.js';
-import type { LimiterFactory } from './limits/limiters.js';
-import { LoginThrottle } from './limits/login-throttle.js';
-import type { Metrics } from './observability/metrics.js';
-import { BackchannelLogout } from './oidc/backchannel-logout.js';
-import { ProviderAuth } from './oidc/provider-auth.js';
-import { ProviderConnection } from './oidc/provider-connection.js';
-import { ProviderIdentity } from './oidc/provider-identity.js';
-import { ProviderTokenCheck } from './oidc/provider-token-check.js';
-import { SessionRoles } from './oidc/session-roles.js';
-import type { Store } from './store/store.js';
-import { TokenIssuer } from './tokens/issuer.js';
-import { SharedKeySet } from './tokens/shared-keyset.js';
-import type { KeySet } from './tokens/keyset.js';
-import { TokenVerifier } from './tokens/verifier.js';
+import { AuthService, type Authentication } from '../auth/auth-service.js';
+import { BearerAuthenticator } from '../auth/bearer-authenticator.js';
+import { LoginAudit, type AttemptRecord } from '../auth/login-audit.js';
+import type { Config } from '../config/schema.js';
+import { DpopNonces } from '../dpop/nonces.js';
+import { DpopProofCheck } from '../dpop/proof-check.js';
+import type { ClientAddress } from '../http/client-address.js';
+import type { IdentityProvider } from '../users/identity-provider.js';
+import { LocalIdentityProvider } from '../users/local-provider.js';
+import type { PasswordCheckOptions } from '../users/password-check-options.js';
+import { openStoreUsers, type UsersLoss } from '../users/store-users.js';
+import type { LimiterFactory } from '../limits/limiters.js';
+import { LoginThrottle } from '../limits/login-throttle.js';
+import { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
+import type { Metrics } from '../observability/metrics.js';
+import { BackchannelLogout } from '../oidc/backchannel-logout.js';
+import { ProviderAuth } from '../oidc/provider-auth.js';
+import { ProviderConnection } from '../oidc/provider-connection.js';
+import { ProviderIdentity } from '../oidc/provider-identity.js';
+import { ProviderTokenCheck } from '../oidc/provider-token-check.js';
+import { SessionRoles } from '../oidc/session-roles.js';
+import type { Store } from '../store/store.js';
+import { TokenIssuer } from '../tokens/issuer.js';
+import { SharedKeySet } from '../tokens/shared-keyset.js';
+import type { KeySet } from '../tokens/keyset.js';
+import { TokenVerifier } from '../tokens/verifier.js';
 
 export interface IdentityModeDeps {
   config: Config;
   store: Store;
   keys: KeySet;
   limiters: LimiterFactory;
+  /** The client's address as the listener trusts it (access.ts): DPoP proofs name the URL the client saw. */
+  clientAddress: ClientAddress;
   logger: Logger;
   metrics: Metrics;
   /** How local passwords are checked (the hashing queue, the store's API keys); unused by a fronted provider. */
@@ -53,6 +56,8 @@ export interface IdentityMode {
   local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
   backchannelLogout?: BackchannelLogout;
+  /** Refused logout tokens per address, throttled as the token endpoint is (with `backchannelLogout`). */
+  logoutTokenThrottle?: LogoutTokenThrottle;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
   ready?: () => Promise<void>;
   /** With the users held in the store: whether they are lost (readiness says so); absent in other modes. */
@@ -72,7 +77,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     algorithms,
     proofWindowS,
     store,
-    clientAddress: compileClientAddress(config.server.trustedProxies),
+    clientAddress: deps.clientAddress,
     ...(requireNonce && { nonces: new DpopNonces({ store, rotateS: nonceRotateS }) }),
   });
 
@@ -99,6 +104,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       auth,
       bearer,
       backchannelLogout,
+      logoutTokenThrottle: new LogoutTokenThrottle(config.limits.login, limiters),
       ready: () => connection.ready(),
       close: async () => {
         connection.close();

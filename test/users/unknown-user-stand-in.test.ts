@@ -8,10 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalIdentityProvider } from '../../src/identity/local-provider.js';
-import { hashPassword, verifyPassword } from '../../src/identity/passwords.js';
-import { addUser } from '../../src/identity/users-changes.js';
-import { emptyUsersFile, writeUsersFile } from '../../src/identity/users-file.js';
+import { LocalIdentityProvider } from '../../src/users/local-provider.js';
+import { hashPassword, verifyPassword } from '../../src/users/passwords.js';
+import { addUser } from '../../src/users/users-changes.js';
+import { emptyUsersFile, writeUsersFile } from '../../src/users/users-file.js';
 import { logSink } from '../helpers/log-sink.js';
 
 let dir: string;

@@ -7,7 +7,7 @@ export type PasswordVerifier = (password: string, encoded: string) => Promise<bo
 
 /**
  * Where password hashing waits for its turn, per client address (limits/'s
- * FairWorkQueue is the one the gateway uses): declared here so identity/ asks
+ * FairWorkQueue is the one the gateway uses): declared here so users/ asks
  * only for what it needs of a room above it.
  */
 export interface HashingQueue {

@@ -5,7 +5,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/core/principal.js';
-import { ASSERTION_TYPE, IdentityAssertions } from '../../src/tokens/identity-assertion.js';
+import { ASSERTION_TYPE, IdentityAssertions } from '../../src/tokens/backend-assertion.js';
 import type { KeySet, SigningKey } from '../../src/tokens/keyset.js';
 
 function keyPair(kid: string): { signing: SigningKey; publicKey: ReturnType<typeof generateKeyPairSync>['publicKey'] } {

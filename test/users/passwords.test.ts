@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isWellFormedPasswordHash } from '../../src/core/password-hash-format.js';
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from '../../src/identity/passwords.js';
+import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from '../../src/users/passwords.js';
 import { TEST_SCRYPT_PARAMS } from '../helpers/gateway.js';
 
 /** Cheap scrypt parameters: these tests are about behaviour, not hashing cost. */
