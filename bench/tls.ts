@@ -67,9 +67,9 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
     const bareTlsUrl = bareTls.url.replace('http://', 'https://');
     const subjects: Subject[] = [
       { name: BASELINE, url: `${bare.url}/items/1`, cpuMicros: bare.cpuMicros },
-      { name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)', url: `${bareTlsUrl}/items/1`, cpuMicros: bareTls.cpuMicros },
+      { name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)', url: `${bareTlsUrl}/items/1`, ca: pair.cert, cpuMicros: bareTls.cpuMicros },
       { name: 'gatehouse, plain HTTP/1.1', url: `${plain.url}/items/1`, headers: bearer(plainToken), cpuMicros: plain.cpuMicros },
-      { name: 'gatehouse, TLS HTTP/1.1', url: `${secureUrl}/items/1`, headers: bearer(secureToken), cpuMicros: secure.cpuMicros },
+      { name: 'gatehouse, TLS HTTP/1.1', url: `${secureUrl}/items/1`, headers: bearer(secureToken), ca: pair.cert, cpuMicros: secure.cpuMicros },
       { name: 'gatehouse, h2 (1 stream per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(1) },
       { name: 'gatehouse, h2 (10 streams per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(10) },
     ];
