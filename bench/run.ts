@@ -6,6 +6,7 @@
 // BENCH_BASELINE_REF) and profile (a CPU profile of the hot path).
 // BENCH_DURATION_S and BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds);
 // BENCH_FIXED_RATE sets the fixed-rate latency run (default 1000 req/s).
+import { execFileSync } from 'node:child_process';
 import { runAssertionSection } from './assertion.js';
 import { runAsyncSection } from './async.js';
 import { runAuthSection } from './auth.js';
@@ -62,6 +63,8 @@ if (unknown.length > 0) {
 
 const chosen = wanted.length > 0 ? wanted : Object.keys(SECTIONS).filter((name) => !ON_REQUEST.has(name));
 process.stdout.write(`[bench] building dist/, then: ${chosen.join(', ')}\n`);
+// h2load, the tls section's HTTP/2 generator: installed where it can be, or the run stops here saying how.
+execFileSync('bash', ['scripts/bench-prerequisites.sh'], { stdio: 'inherit' });
 buildGatehouse();
 for (const [i, name] of chosen.entries()) {
   const started = performance.now();

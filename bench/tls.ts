@@ -4,20 +4,29 @@
 // simplest Node TLS proxy (node:https + http-proxy). Every Gatehouse row
 // checks a valid bearer token. Connections are kept alive, so the rows are
 // the steady cost per request (a handshake per connection, not per request).
-// h2 is driven by bench/lib/h2-load.ts (wrk and autocannon speak HTTP/1.1
-// only): as many connections as the HTTP/1.1 rows, one stream each, and the
-// same requests in flight over a tenth of the connections.
+// h2 is driven by h2load (bench/lib/h2load.ts; wrk and autocannon speak
+// HTTP/1.1 only): as many connections as the HTTP/1.1 rows, one stream each,
+// and the same requests in flight over a tenth of the connections, with the
+// h2 floor (node:http2, the least a proxy can do) beside them; their c=1
+// latencies come from a Node h2 client (bench/lib/h2-load.ts). The run exits
+// 1 when h2 at 10 streams costs more than 1.2× TLS HTTP/1.1's CPU per request.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTlsPair } from '../test/helpers/tls-pair.js';
 import { loginOverTls, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { h2Load } from './lib/h2-load.js';
+import { h2load } from './lib/h2load.js';
 import { measure, settingsFromEnv, type MeasureSettings, type Subject } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults, type Row } from './lib/report.js';
 
 const BASELINE = 'bare http-proxy, plain HTTP/1.1 (no auth)';
+const TLS_HTTP1 = 'gatehouse, TLS HTTP/1.1';
+const H2_TEN = 'gatehouse, h2 (10 streams per connection)';
+const H2_FLOOR = 'h2 floor: node:http2 proxy, 10 streams per connection (no auth)';
+/** h2 at 10 streams per connection may cost at most this times TLS HTTP/1.1's CPU per request. */
+const H2_TARGET = 1.2;
 
 /** A login refused with 503 (the gateway shedding load on a machine busy with other work) is asked again, a second later. */
 async function whenServed<T>(login: () => Promise<T>): Promise<T> {
@@ -55,30 +64,45 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
     const plainToken = (await whenServed(() => loginTokens(plain.url))).access_token;
     const secureToken = await whenServed(() => loginOverTls(secureUrl, pair.cert));
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-    // As many requests in flight as the HTTP/1.1 rows, `perConnection` of them on each connection.
-    const h2 = (perConnection: number) => (connections: number, durationS: number) =>
-      h2Load(`${secureUrl}/items/1`, {
-        connections: Math.max(1, Math.round(connections / perConnection)),
-        streams: Math.min(perConnection, connections),
-        durationS,
-        headers: bearer(secureToken),
-        ca: pair.cert,
-      });
+    // As many requests in flight as the HTTP/1.1 rows, `perConnection` of them on each connection; c=1 from a Node client.
+    const h2 = (url: string, perConnection: number, headers: Record<string, string>) => (connections: number, durationS: number) => {
+      const spread = { connections: Math.max(1, Math.round(connections / perConnection)), streams: Math.min(perConnection, connections), durationS, headers };
+      return connections === 1 ? h2Load(url, { ...spread, ca: pair.cert }) : h2load(url, spread);
+    };
+    const h2Floor = await startServer('node-h2-floor', ['bench/servers/node-h2-floor.mjs'], {
+      TARGET: upstream.url,
+      CERT_FILE: pair.certFile,
+      KEY_FILE: pair.keyFile,
+    });
+    servers.push(h2Floor);
+    const h2FloorUrl = `${h2Floor.url.replace('http://', 'https://')}/items/1`;
     const bareTlsUrl = bareTls.url.replace('http://', 'https://');
     const subjects: Subject[] = [
       { name: BASELINE, url: `${bare.url}/items/1`, cpuMicros: bare.cpuMicros },
-      { name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)', url: `${bareTlsUrl}/items/1`, cpuMicros: bareTls.cpuMicros },
+      { name: 'bare node:https proxy, TLS HTTP/1.1 (no auth)', url: `${bareTlsUrl}/items/1`, ca: pair.cert, cpuMicros: bareTls.cpuMicros },
       { name: 'gatehouse, plain HTTP/1.1', url: `${plain.url}/items/1`, headers: bearer(plainToken), cpuMicros: plain.cpuMicros },
-      { name: 'gatehouse, TLS HTTP/1.1', url: `${secureUrl}/items/1`, headers: bearer(secureToken), cpuMicros: secure.cpuMicros },
-      { name: 'gatehouse, h2 (1 stream per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(1) },
-      { name: 'gatehouse, h2 (10 streams per connection)', url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(10) },
+      { name: TLS_HTTP1, url: `${secureUrl}/items/1`, headers: bearer(secureToken), ca: pair.cert, cpuMicros: secure.cpuMicros },
+      { name: H2_FLOOR, url: h2FloorUrl, cpuMicros: h2Floor.cpuMicros, run: h2(h2FloorUrl, 10, {}) },
+      {
+        name: 'gatehouse, h2 (1 stream per connection)',
+        url: `${secureUrl}/items/1`,
+        cpuMicros: secure.cpuMicros,
+        run: h2(`${secureUrl}/items/1`, 1, bearer(secureToken)),
+      },
+      { name: H2_TEN, url: `${secureUrl}/items/1`, cpuMicros: secure.cpuMicros, run: h2(`${secureUrl}/items/1`, 10, bearer(secureToken)) },
     ];
     const loadBefore = loadavg();
     const rows = await measure(subjects, settings);
     const loadAfter = loadavg();
     const loadNote = `load average ${loadBefore[0]!.toFixed(2)} before, ${loadAfter[0]!.toFixed(2)} after`;
     printTable(`TLS and HTTP/2 (c=${settings.connections}, ${settings.rounds}×${settings.durationS} s, medians; ${loadNote})`, rows, BASELINE);
-    writeResults('tls', { settings, loadBefore, loadAfter, rows });
+    const price = rows.find((r) => r.name === H2_TEN)!.cpuUsPerRequest! / rows.find((r) => r.name === TLS_HTTP1)!.cpuUsPerRequest!;
+    const held = price <= H2_TARGET;
+    process.stdout.write(
+      `[tls] h2 at 10 streams against TLS HTTP/1.1, CPU per request: ${price.toFixed(2)}× (target ≤ ${H2_TARGET}×) ${held ? 'held' : 'MISSED'}\n`,
+    );
+    writeResults('tls', { settings, loadBefore, loadAfter, h2Price: price, rows });
+    if (!held) process.exitCode = 1;
     return rows;
   } finally {
     for (const server of servers.reverse()) await server.stop();

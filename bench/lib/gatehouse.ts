@@ -151,8 +151,17 @@ export async function loginTokens(url: string, password = BENCH_PASSWORD): Promi
   }
 }
 
-/** The login over TLS: fetch would refuse the bench's self-signed certificate. */
-export function loginOverTls(url: string, ca: Buffer): Promise<string> {
+/** The login over TLS: fetch would refuse the bench's self-signed certificate. A 503 (load shed) is asked again, as loginTokens does. */
+export async function loginOverTls(url: string, ca: Buffer): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const { status, text } = await tlsLogin(url, ca);
+    if (status === 200) return (JSON.parse(text) as { access_token: string }).access_token;
+    if (status !== 503 || attempt >= 10) throw new Error(text);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
+
+function tlsLogin(url: string, ca: Buffer): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ username: BENCH_USER, password: BENCH_PASSWORD });
     const req = httpsRequest(
@@ -161,7 +170,7 @@ export function loginOverTls(url: string, ca: Buffer): Promise<string> {
       (res) => {
         let text = '';
         res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { access_token: string }).access_token) : reject(new Error(text))));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
       },
     );
     req.on('error', reject);

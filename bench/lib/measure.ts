@@ -1,9 +1,11 @@
 // The measurement every comparison in bench/ shares: interleaved rounds at
 // c=N, then at c=1 and at a fixed moderate rate, each run after a warm-up and
 // each figure the median of its rounds (so one noisy round cannot decide), and
-// CPU per request from the serving process.
+// CPU per request from the serving process. Throughput comes from wrk or
+// autocannon; the c=1 and fixed-rate latencies always from the bench's own
+// clients (timed-client.ts), in microseconds whatever generator is installed.
 import { load, type LoadResult } from './load.js';
-import { paced } from './paced.js';
+import { paced, sequential } from './timed-client.js';
 import type { Row } from './report.js';
 import { median } from './stats.js';
 
@@ -11,11 +13,13 @@ export interface Subject {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  /** The server's certificate, for an https: URL: the timed clients check it. */
+  ca?: string | Buffer;
   /** CPU microseconds the serving process has used so far. */
   cpuMicros(): number;
   /**
    * Drives the load itself (an HTTP/2 client: bench/lib/h2-load.ts) instead of
-   * wrk or autocannon on `url`; such a row has no fixed-rate run (autocannon's).
+   * wrk or autocannon on `url`, and its c=1 run too (with latencies in µs); such a row has no fixed-rate run.
    */
   run?(connections: number, durationS: number): Promise<Pick<LoadResult, 'requests' | 'rps' | 'p50Ms' | 'p99Ms' | 'errors'>>;
 }
@@ -70,7 +74,11 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
     fixedP99: [] as number[],
     errors: 0,
   }));
-  const headersOf = (subject: Subject) => subject.headers ?? {};
+  const clientOptions = (subject: Subject, durationS: number) => ({
+    durationS,
+    headers: subject.headers ?? {},
+    ...(subject.ca !== undefined && { ca: subject.ca }),
+  });
   // A second of load before every measured run: a process that sat idle while
   // the other rows ran has had its heap shrunk by V8 and starts slower (the
   // first of several rows on one process always came out lowest without it).
@@ -103,12 +111,12 @@ export async function measure(subjects: readonly Subject[], settings: MeasureSet
     for (const [i, subject] of subjects.entries()) {
       const sample = samples[i]!;
       await warm(subject);
-      const single = await drive(subject, 1, shortS);
+      const single = subject.run !== undefined ? await subject.run(1, shortS) : await sequential(subject.url, clientOptions(subject, shortS));
       sample.c1P50.push(single.p50Ms);
       sample.c1P99.push(single.p99Ms);
       sample.errors += single.errors;
       if (settings.fixedRate > 0 && subject.run === undefined) {
-        const fixed = await paced(subject.url, { rate: settings.fixedRate, durationS: shortS, headers: headersOf(subject) });
+        const fixed = await paced(subject.url, { rate: settings.fixedRate, ...clientOptions(subject, shortS) });
         sample.fixedP50.push(fixed.p50Ms);
         sample.fixedP99.push(fixed.p99Ms);
         sample.errors += fixed.errors;

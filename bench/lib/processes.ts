@@ -80,9 +80,13 @@ export function openFdsByPeer(pid: number): OpenFds {
   return { total: fds.length, connectionsByRemotePort };
 }
 
-/** Starts `node <args>` and waits for its first stdout line: `{"port": N}`. */
-export async function startServer(name: string, args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = own(spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }));
+/**
+ * Starts `node <args>` and waits for its first stdout line: `{"port": N}`. `cpu` pins it (its thread pool included)
+ * to that CPU with taskset, which execs the command: the child's pid is the server's own.
+ */
+export async function startServer(name: string, args: string[], env: Record<string, string> = {}, cpu?: number): Promise<ServerProcess> {
+  const command = [...(cpu === undefined ? [] : ['taskset', '-c', String(cpu)]), process.execPath, ...args];
+  const child = own(spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start`)), 20_000);

@@ -2,22 +2,23 @@
 // private key its tokens are bound to. One check serves token requests
 // (login, refresh, /oauth/token: which key to bind) and resource requests
 // (every bearer check of a bound token: is this the token's key, for this
-// very request). The JOSE work is jose's: the proof's own embedded public key
-// verifies it (EmbeddedJWK), and the key's identity is its RFC 7638
-// thumbprint (calculateJwkThumbprint).
+// very request).
 //
-// A proof cannot be cached: each is new by construction (its `jti`), so each
-// costs one signature verification and, once it verified, one store write
-// that remembers its `jti` on every instance (a replay is refused wherever it
-// lands). A store that cannot be asked fails the request closed (503).
+// Invariants: a proof is parsed once; its key is imported once per key
+// (proof-signature.ts); each proof costs one signature verification and one
+// store write remembering its `jti` on every instance, sent while the
+// signature is checked, so a replay is refused wherever it lands; a store that
+// cannot be asked fails the request closed (503).
+// Why: docs/decisions/0023-dpop-proofs-at-the-price-of-one-verify.md
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
+import { LRUCache } from 'lru-cache';
 import type { ClientAddress } from '../http/client-address.js';
 import type { DpopStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import { TokenError } from '../tokens/types.js';
 import type { DpopNonces } from './nonces.js';
+import { ProofKeys, ProofSignatureError, type ProofKey } from './proof-signature.js';
 import { comparableUrl, requestUrl } from './request-url.js';
 
 export interface DpopProofCheckOptions {
@@ -61,6 +62,8 @@ export class DpopNonceError extends DpopProofError {
 /** Far above any proof an honest client makes (an RSA-4096 key and signature fit in 2 KiB); refused before any parsing. */
 export const MAX_PROOF_LENGTH = 4096;
 const MAX_JTI_LENGTH = 256;
+/** Distinct proof headers remembered (each at most MAX_PROOF_LENGTH): a few MiB at worst. */
+const HEADERS_REMEMBERED = 1024;
 /** Private members of any key type (RFC 7518 6.2.2, 6.3.2, 6.4; RFC 8037 2): a JWK with one is not a public key. */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
 
@@ -71,6 +74,9 @@ export class DpopProofCheck {
   readonly #clientAddress: Pick<ClientAddress, 'trustsPeer'>;
   readonly #now: () => number;
   readonly #nonces: DpopNonces | undefined;
+  readonly #keys = new ProofKeys();
+  /** Headers already read, by their exact encoding (the same bytes always read the same). */
+  readonly #headers = new LRUCache<string, ProofKey>({ max: HEADERS_REMEMBERED });
 
   constructor(options: DpopProofCheckOptions) {
     this.#nonces = options.nonces;
@@ -98,36 +104,59 @@ export class DpopProofCheck {
     if (typeof proof !== 'string' || proof.length > MAX_PROOF_LENGTH || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(proof)) {
       throw new DpopProofError('the DPoP proof is not one compact JWS of a sensible size');
     }
-    const jwk = this.#headerKey(proof);
-    let payload: Record<string, unknown>;
-    try {
-      ({ payload } = await jwtVerify(proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: [...this.algorithms] }));
-    } catch (error) {
-      throw new DpopProofError('the DPoP proof does not verify with its own key', { cause: error });
-    }
+    // Parsed once: the header and the payload are read here and nowhere else.
+    const headerEnd = proof.indexOf('.');
+    const payloadEnd = proof.indexOf('.', headerEnd + 1);
+    const key = this.#keyOf(proof.slice(0, headerEnd));
+    if (expect.jkt !== undefined && key.jkt !== expect.jkt) throw new DpopProofError('the DPoP proof is signed with another key than the token is bound to');
+    const payload = decodeJson(proof.slice(headerEnd + 1, payloadEnd), 'the DPoP proof payload is not JSON');
     const jti = this.#claims(payload, req, expect);
     // Before the jti is spent: the client signs a new proof with the nonce anyway.
     if (this.#nonces !== undefined && !(await this.#nonces.accepts(payload.nonce))) throw new DpopNonceError(await this.#nonces.current());
-    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
-    if (expect.jkt !== undefined && jkt !== expect.jkt) throw new DpopProofError('the DPoP proof is signed with another key than the token is bound to');
-    await this.#remember(jkt, jti);
-    return jkt;
+    // The replay check goes to the store while the signature is checked here; a proof whose signature fails
+    // has spent its jti, which only its key's holder could have used.
+    const remembered = this.#remember(key.jkt, jti);
+    let valid: boolean;
+    try {
+      valid = key.verifies(Buffer.from(proof.slice(0, payloadEnd), 'ascii'), Buffer.from(proof.slice(payloadEnd + 1), 'base64url'));
+    } catch {
+      valid = false;
+    }
+    if (!valid) {
+      remembered.catch(() => undefined);
+      throw new DpopProofError('the DPoP proof does not verify with its own key');
+    }
+    await remembered;
+    return key.jkt;
   }
 
-  /** The proof's header, read before jose: the checks that say precisely what is wrong, and the public key itself. */
-  #headerKey(proof: string): JWK {
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    try {
-      header = decodeProtectedHeader(proof);
-    } catch {
-      throw new DpopProofError('the DPoP proof header is not JSON');
-    }
+  /** The proof's header: the checks that say precisely what is wrong, and the public key itself. */
+  #header(encoded: string): { alg: string; jwk: Record<string, unknown> } {
+    const header = decodeJson(encoded, 'the DPoP proof header is not JSON');
     if (header.typ !== 'dpop+jwt') throw new DpopProofError('the DPoP proof typ is not dpop+jwt');
-    if (typeof header.alg !== 'string' || !this.algorithms.includes(header.alg)) throw new DpopProofError('the DPoP proof alg is not one this gateway accepts');
-    const jwk = header.jwk;
+    const { alg, jwk } = header;
+    if (typeof alg !== 'string' || !this.algorithms.includes(alg)) throw new DpopProofError('the DPoP proof alg is not one this gateway accepts');
+    // RFC 7515 4.1.11: no extension is understood here, so none may be critical (b64: false among them).
+    if (header.crit !== undefined) throw new DpopProofError('the DPoP proof names critical header extensions');
     if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new DpopProofError('the DPoP proof carries no jwk');
     if (PRIVATE_MEMBERS.some((member) => Object.hasOwn(jwk, member))) throw new DpopProofError('the DPoP proof jwk holds private key material');
-    return jwk;
+    return { alg, jwk: jwk as Record<string, unknown> };
+  }
+
+  /** The key of a proof's header, checked once per distinct header: a client sends the same header with every proof. */
+  #keyOf(encodedHeader: string): ProofKey {
+    const known = this.#headers.get(encodedHeader);
+    if (known !== undefined) return known;
+    const { alg, jwk } = this.#header(encodedHeader);
+    let key: ProofKey;
+    try {
+      key = this.#keys.keyFor(alg, jwk);
+    } catch (error) {
+      if (error instanceof ProofSignatureError) throw new DpopProofError(error.message, { cause: error });
+      throw error;
+    }
+    this.#headers.set(encodedHeader, key);
+    return key;
   }
 
   /** RFC 9449 4.3 steps 8–11 and the `jti`'s shape; returns the `jti`. */
@@ -158,6 +187,18 @@ export class DpopProofCheck {
     }
     if (!first) throw new DpopProofError('the DPoP proof was used before');
   }
+}
+
+/** A base64url part of the proof as a JSON object, or the refusal `reason`. */
+function decodeJson(part: string, reason: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+  } catch {
+    throw new DpopProofError(reason);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new DpopProofError(reason);
+  return value as Record<string, unknown>;
 }
 
 /** RFC 9449 7.1: the challenge of a 401 that a DPoP-bound token, or a proof, caused. */

@@ -5,6 +5,7 @@
 // say which; anyone else's copies of those headers are ignored, as
 // everywhere else (http/client-address.ts).
 import type { IncomingMessage } from 'node:http';
+import { LRUCache } from 'lru-cache';
 import type { TLSSocket } from 'node:tls';
 import type { ClientAddress } from '../http/client-address.js';
 
@@ -38,6 +39,18 @@ export function requestUrl(req: Pick<IncomingMessage, 'headers' | 'socket' | 'ur
  * (`http:`, `https:`). Null when it does not parse as an absolute http(s) URL.
  */
 export function comparableUrl(raw: string): string | null {
+  const known = readings.get(raw);
+  if (known !== undefined) return known === NOT_A_URL ? null : known;
+  const reading = readUrl(raw);
+  readings.set(raw, reading ?? NOT_A_URL);
+  return reading;
+}
+
+/** Recent readings: a client names the same few URLs in every proof, and the request side repeats them too. */
+const readings = new LRUCache<string, string>({ max: 512 });
+const NOT_A_URL = '';
+
+function readUrl(raw: string): string | null {
   let url: URL;
   try {
     url = new URL(raw);
