@@ -17,6 +17,7 @@ import { BearerAuthenticator } from './auth/bearer-authenticator.js';
 import { DEFAULT_STATUS_POLL_INTERVAL_MS, DEFAULT_STATUS_TIMEOUT_MS } from './config/defaults.js';
 import { issuerPortWarning } from './config-load/issuer-default.js';
 import { ConfigReloader } from './config-load/reload.js';
+import type { AuditTrail } from './audit/open-trail.js';
 import type { Config } from './config/schema.js';
 import { compileClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
@@ -62,6 +63,7 @@ import { createStore } from './store/create-store.js';
 import type { Store } from './store/store.js';
 import type { KeySet } from './tokens/keyset.js';
 import { loadSigningKeys } from './tokens/share-keys.js';
+import { openSignedAuditTrail } from './tokens/signed-audit-trail.js';
 
 export interface GatewayOptions {
   logger?: Logger;
@@ -99,6 +101,8 @@ export interface Gateway {
   readonly load: LoadShedder;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
+  /** The deployment's audit trail: where every change of who may do what is recorded. */
+  readonly audit: AuditTrail;
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
   reloadRoutes(): Promise<boolean>;
   /** Starts the listeners; resolves with the addresses they bound (`healthUrl`: `server.health.on: own`). */
@@ -126,6 +130,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Only local mode signs tokens; with Redis, every instance's published keys verify (tokens/shared-keyset.ts).
   const { keys, shared: sharedKeys } = await loadSigningKeys(config, store, logger, { readOnly: options.readOnlyKeys ?? false });
   const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
+  const audit = await openSignedAuditTrail(config, store, keys, logger);
   const limiters = new LimiterFactory(store);
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
   const mode = await createIdentityMode({
@@ -209,7 +214,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.account.enabled && mode.local) {
     const fileKeys = new FileApiKeys(mode.local.users);
     userKeys ??= fileKeys;
-    account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
+    account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger, audit: audit.appender });
   }
   await registerGatewayEndpoints(app, {
     config,
@@ -231,6 +236,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
         file: options.configFile,
         running: config,
         logger,
+        audit: audit.appender,
         apply: (next) => {
           routes = ProxyRoutes.compile(next.routes, next.proxy, registry);
           gatewayCors = next.cors;
@@ -240,7 +246,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   reloader?.watch();
 
   const health = healthOptions({ store, drain, keys, logger, publicApp: app, identityReady: mode.ready, usersLoss: mode.usersLoss, agreement, load });
-  const admin = await adminListener(config, logger, { metrics, requests, health });
+  const admin = await adminListener(config, logger, { metrics, requests, health, audit: audit.records });
   // Health on the public listener too, or on one of its own (`server.health.on`).
   const healthOnly = await placeHealth(config, logger, app, health);
 
@@ -259,6 +265,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     abuse,
     load,
     requests,
+    audit,
     async reloadRoutes() {
       return reloader?.reload() ?? false;
     },
@@ -289,6 +296,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       engine.close();
       await keys.close();
       await mode.close();
+      await audit.close();
       if (ownStore) await store.close();
       // The last spans go out before the process may exit; a collector that is gone does not hold the stop.
       await spans?.close().catch((error: unknown) => logger.warn({ err: error }, 'spans could not be sent to the collector'));

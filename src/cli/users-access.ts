@@ -8,9 +8,12 @@ import { pino } from 'pino';
 import { StoreUsers } from '../identity/store-users.js';
 import type { UsersFileData } from '../identity/users-file.js';
 import { fileUsersSource, type UsersChange } from '../identity/users-source.js';
+import { recordedChange } from '../identity/users-audit.js';
+import { withCommandAudit } from './audit-session.js';
 import { CliError, writeLine } from './command.js';
 import type { CliIo } from './io.js';
 import { withStore } from './store-session.js';
+import type { AuditStore } from '../store/store.js';
 
 export interface UsersAccess {
   /** Where the users are, as messages name it: the users file's path, or "the store". */
@@ -26,7 +29,17 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
   const silent = pino({ enabled: false });
   if (io.usersIn !== 'store') {
     const file = fileUsersSource(io.usersFile, silent);
-    return use({ where: io.usersFile, read: async () => (await file.read()).data, change: (change) => file.change(change), store: undefined });
+    const audited = (store: AuditStore) =>
+      withCommandAudit(io, io.audit, store, (audit) =>
+        use({
+          where: io.usersFile,
+          read: async () => (await file.read()).data,
+          change: (change) => recordedChange((c) => file.change(c), change, audit),
+          store: undefined,
+        }),
+      );
+    // The trail is the store's when there is one, even with the users in the file.
+    return io.store?.url ? withStore(io.store, 'the audit trail lives there', audited) : audited({});
   }
   if (!io.store?.url) throw new CliError('identity.usersIn is store, but no store.url is configured');
   return withStore(io.store, 'the users live there (identity.usersIn: store)', async (store) => {
@@ -38,6 +51,13 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
     } else if (marker === null && records.size === 0) {
       writeLine(io.stderr, `the store was never seeded: a gateway's first start reads ${io.usersFile} into it if that file exists (no file is needed)`);
     }
-    return use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
+    return withCommandAudit(io, io.audit, store, (audit) =>
+      use({
+        where: 'the store',
+        read: async () => (await users.read()).data,
+        change: (change) => recordedChange((c) => users.change(c), change, audit),
+        store: users,
+      }),
+    );
   });
 }
