@@ -135,6 +135,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // Local users and tokens, or a fronted OpenID Provider's: the one bearer rule either way.
   const mode = await createIdentityMode({
     attempts: abuse,
+    trail: audit.appender,
     config,
     store,
     keys,

@@ -152,14 +152,17 @@ export class AccountService {
     const session = await this.#stored(() => store.getSession(sid));
     if (session === null || session.sub !== principal.sub) throw gatehouseError('session_not_found');
     await this.#stored(() => store.revokeSession(sid));
+    this.#options.audit?.record({ kind: 'session.ended', actor: userActor(session.username), subject: sid, outcome: 'ok', details: { reason: 'account' } });
   }
 
   /** "Sign out everywhere": every session of the user, the asking one included. */
   async endAllSessions(principal: Principal): Promise<number> {
     const { store } = this.#options;
     const sessions = await this.#stored(() => store.listSessions(principal.sub));
-    const ended = await this.#stored(() => Promise.all(sessions.map((session) => store.revokeSession(session.sid))));
-    return ended.filter(Boolean).length;
+    const ended = (await this.#stored(() => Promise.all(sessions.map((session) => store.revokeSession(session.sid))))).filter(Boolean).length;
+    const event = { kind: 'session.ended_all', actor: userActor(this.#owner(principal).username), subject: principal.sub, outcome: 'ok' as const };
+    this.#options.audit?.record({ ...event, details: { reason: 'account', sessions: ended } });
+    return ended;
   }
 
   /** The users file's unrevoked keys of this user that the operator made (the CLI, or a file older than `createdBy`). */

@@ -8,7 +8,9 @@ import { AuditSpool } from '../audit/spool.js';
 import type { AuditActor } from '../audit/entry.js';
 import type { AuditConfig } from '../config/schema.js';
 import type { AuditStore } from '../store/store.js';
+import type { StoreConfig } from '../config/schema.js';
 import { writeLine, type OutputIo } from './command.js';
+import { withStore } from './store-session.js';
 
 export interface CommandAudit {
   recorder: AuditRecorder;
@@ -37,4 +39,15 @@ export async function withCommandAudit<T>(
     if (appender.waiting > 0) writeLine(io.stderr, `warning: ${appender.waiting} audit entries could not be written to the trail (the store does not answer)`);
     await appender.close();
   }
+}
+
+/** withCommandAudit over the configured store's trail (opened for it), or the local file's without Redis. */
+export function withConfiguredAudit<T>(
+  io: OutputIo,
+  config: { audit?: AuditConfig | undefined; store?: StoreConfig | undefined },
+  use: (audit: CommandAudit) => Promise<T>,
+): Promise<T> {
+  const { audit, store } = config;
+  if (!store?.url) return withCommandAudit(io, audit, {}, use);
+  return withStore(store, 'the audit trail lives there', (opened) => withCommandAudit(io, audit, opened, use));
 }

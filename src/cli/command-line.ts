@@ -91,9 +91,9 @@ const COMMANDS: Record<string, Command> = {
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const file = configFilePath(config);
     if (providerOf(file) === 'oidc') throw oidcRefusal(file, 'signing keys');
-    const { tokens } = loadConfig(config);
+    const { tokens, audit, store } = loadConfig(config);
     // The schema requires it in local mode; oidc was refused above.
-    return { ...io, keysFile: tokens.keysFile!, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
+    return { ...io, keysFile: tokens.keysFile!, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS, audit, store };
   }),
 };
 

@@ -9,11 +9,10 @@ import { StoreUsers } from '../identity/store-users.js';
 import type { UsersFileData } from '../identity/users-file.js';
 import { fileUsersSource, type UsersChange } from '../identity/users-source.js';
 import { recordedChange } from '../identity/users-audit.js';
-import { withCommandAudit } from './audit-session.js';
+import { withCommandAudit, withConfiguredAudit } from './audit-session.js';
 import { CliError, writeLine } from './command.js';
 import type { CliIo } from './io.js';
 import { withStore } from './store-session.js';
-import type { AuditStore } from '../store/store.js';
 
 export interface UsersAccess {
   /** Where the users are, as messages name it: the users file's path, or "the store". */
@@ -29,17 +28,15 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
   const silent = pino({ enabled: false });
   if (io.usersIn !== 'store') {
     const file = fileUsersSource(io.usersFile, silent);
-    const audited = (store: AuditStore) =>
-      withCommandAudit(io, io.audit, store, (audit) =>
-        use({
-          where: io.usersFile,
-          read: async () => (await file.read()).data,
-          change: (change) => recordedChange((c) => file.change(c), change, audit),
-          store: undefined,
-        }),
-      );
     // The trail is the store's when there is one, even with the users in the file.
-    return io.store?.url ? withStore(io.store, 'the audit trail lives there', audited) : audited({});
+    return withConfiguredAudit(io, io, (audit) =>
+      use({
+        where: io.usersFile,
+        read: async () => (await file.read()).data,
+        change: (change) => recordedChange((c) => file.change(c), change, audit),
+        store: undefined,
+      }),
+    );
   }
   if (!io.store?.url) throw new CliError('identity.usersIn is store, but no store.url is configured');
   return withStore(io.store, 'the users live there (identity.usersIn: store)', async (store) => {

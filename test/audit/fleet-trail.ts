@@ -20,7 +20,8 @@ export interface Deployment {
   gatehouse(...args: string[]): ReturnType<typeof runGatehouse>;
 }
 
-export async function deployment(store: { url: string; keyPrefix: string }): Promise<Deployment> {
+/** `store` absent: the in-memory store, and the trail in the local file. */
+export async function deployment(store?: { url: string; keyPrefix: string }, limits: Record<string, unknown> = {}): Promise<Deployment> {
   const dir = await mkdtemp(join(tmpdir(), 'gatehouse-audit-'));
   const configFile = join(dir, 'gatehouse.yaml');
   await writeTestUsers(join(dir, 'users.yaml'), [
@@ -33,10 +34,10 @@ export async function deployment(store: { url: string; keyPrefix: string }): Pro
       JSON.stringify({
         server: { host: '127.0.0.1', port: 0 },
         admin: { host: '127.0.0.1', port: 0 },
-        store,
+        ...(store && { store }),
         identity: { provider: 'local', usersFile: 'users.yaml' },
         tokens: { issuer: 'http://127.0.0.1:8080', keysFile: 'keys.json' },
-        limits: { loadShedding: { enabled: false } },
+        limits: { loadShedding: { enabled: false }, ...limits },
         audit: { checkpointEvery: 3 },
         routes,
       }),
@@ -46,7 +47,7 @@ export async function deployment(store: { url: string; keyPrefix: string }): Pro
     dir,
     configFile,
     writeConfig,
-    instance: () => startTestGateway({ config: { store, audit: { checkpointEvery: 3 } } }),
+    instance: () => startTestGateway({ config: { store: { ...store }, audit: { checkpointEvery: 3 } } }),
     async fileInstance() {
       const gateway = await createGateway(loadConfig({ file: configFile, env: {} }), { logger: logSink().logger, configFile });
       const { url, adminUrl } = await gateway.listen();
