@@ -28,15 +28,9 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
   const silent = pino({ enabled: false });
   if (io.usersIn !== 'store') {
     const file = fileUsersSource(io.usersFile, silent);
-    // The trail is the store's when there is one, even with the users in the file.
-    return withConfiguredAudit(io, io, (audit) =>
-      use({
-        where: io.usersFile,
-        read: async () => (await file.read()).data,
-        change: (change) => recordedChange((c) => file.change(c), change, audit),
-        store: undefined,
-      }),
-    );
+    // The trail is the store's when there is one, even with the users in the file: opened for a change only.
+    const change = (c: UsersChange) => withConfiguredAudit(io, io, (audit) => recordedChange((next) => file.change(next), c, audit));
+    return use({ where: io.usersFile, read: async () => (await file.read()).data, change, store: undefined });
   }
   if (!io.store?.url) throw new CliError('identity.usersIn is store, but no store.url is configured');
   return withStore(io.store, 'the users live there (identity.usersIn: store)', async (store) => {
