@@ -2,6 +2,7 @@
 // `record` queues and returns; one pump appends (chaining after the store's last entry, retried when another
 // instance came first), writes the entry's log line, and every `checkpointEvery` entries a signed checkpoint.
 // While the store fails the queue is kept on disk (spool.ts) and retried; it is bounded, and a drop is logged.
+// Why: docs/decisions/0022-one-hash-chained-audit-trail.md
 import type { Logger } from 'pino';
 import type { AuditTrailRecords } from '../store/audit-records.js';
 import { chainAfter, parseEntry, type AuditEntry, type AuditEvent, type PendingAuditEvent } from './entry.js';
