@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 /** The `prev` of the first entry a trail ever held. */
 export const GENESIS_HASH = '0'.repeat(64);
 
-export type AuditOutcome = 'ok' | 'refused' | 'failed';
+export type TrailOutcome = 'ok' | 'refused' | 'failed';
 export type AuditDetail = string | number | boolean | readonly string[];
 
 /** Who did it: the OS user and host for a command, the user for the account page, the provider for its logout, the gateway itself. */
@@ -26,7 +26,7 @@ export interface AuditEvent {
   subject: string;
   /** Where it came from: a client address, a host, a file. */
   from?: string;
-  outcome: AuditOutcome;
+  outcome: TrailOutcome;
   details?: Readonly<Record<string, AuditDetail>>;
 }
 
