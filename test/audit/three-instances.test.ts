@@ -67,4 +67,11 @@ describe('one audit trail across three instances', () => {
     expect(verified.code, verified.stdout).toBe(0);
     expect(verified.stdout).toMatch(/chain intact/);
   });
+
+  it('records an operator clearing a lockout with the CLI', async () => {
+    const unlocked = await deployed.gatehouse('users', 'unlock', 'bob');
+    expect(unlocked.code, unlocked.stderr).toBe(0);
+    const listed = await deployed.gatehouse('audit', 'list', '--kind', 'lockout', '--json');
+    expect(JSON.parse(listed.stdout)).toMatchObject([{ kind: 'lockout.cleared', actor: { kind: 'operator' }, subject: 'bob' }]);
+  });
 });
