@@ -36,6 +36,13 @@ const LAYERS = [
   // L2: where state lives, and where a request goes. Neither needs the other.
   { layer: 2, name: 'store', path: 'src/store/', job: 'sessions, keys and records, in memory or in Redis: the only holder of a Redis client' },
   { layer: 2, name: 'routing', path: 'src/routing/', job: 'the route table, the request target, reading a path' },
+  {
+    layer: 2,
+    name: 'audit',
+    path: 'src/audit/',
+    job: 'the audit trail: entries, their hash chain and checkpoints, appending off the request path, verify and list',
+    mayImport: ['store'],
+  },
 
   // L3: who a user is, then the tokens that carry it.
   { layer: 3, name: 'users', path: 'src/users/', job: 'local users, passwords and API keys, and the IdentityProvider seam every identity provider answers' },

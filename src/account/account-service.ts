@@ -18,6 +18,7 @@ import type { SessionRecord, SessionStore } from '../store/store.js';
 import { storeUnavailable } from '../store/store-unavailable.js';
 import type { ApiKeyDirectory, KeyOwner } from './api-key-directory.js';
 import { revokeKeyAndEndSessions } from './revoke-api-key.js';
+import { userActor, type AuditRecorder } from '../audit/recorder.js';
 
 export interface AccountServiceOptions {
   identity: LocalIdentityProvider;
@@ -29,6 +30,8 @@ export interface AccountServiceOptions {
   settings: AccountConfig;
   logger: Logger;
   now?: () => number;
+  /** Records keys made and revoked by their users (audit/). */
+  audit?: AuditRecorder;
 }
 
 /** A key as its owner sees it: never its secret or its digest. */
@@ -112,6 +115,13 @@ export class AccountService {
     const { key, keyId, hash } = generateApiKey();
     const record = await this.#stored(() => keys.create(owner, { keyId, hash, label: request.label, scope }, settings.maxKeysPerUser - fileHeld));
     logger.info({ event: 'api_key_created', sub: principal.sub, apiKeyId: keyId, by: 'account' }, 'API key created by its user');
+    this.#options.audit?.record({
+      kind: 'apikey.created',
+      actor: userActor(owner.username),
+      subject: keyId,
+      outcome: 'ok',
+      details: { owner: owner.username },
+    });
     return { ...view(record, 'user', new Map()), key };
   }
 
@@ -119,9 +129,11 @@ export class AccountService {
   async revokeKey(principal: Principal, keyId: string): Promise<void> {
     const { keys, fileKeys, store, logger } = this.#options;
     const owner = this.#owner(principal);
+    const audit = this.#options.audit && { recorder: this.#options.audit, actor: userActor(owner.username) };
     const revoked = await this.#stored(
       async () =>
-        (await revokeKeyAndEndSessions(keys, store, owner, keyId)) || (keys !== fileKeys && (await revokeKeyAndEndSessions(fileKeys, store, owner, keyId))),
+        (await revokeKeyAndEndSessions(keys, store, owner, keyId, audit)) ||
+        (keys !== fileKeys && (await revokeKeyAndEndSessions(fileKeys, store, owner, keyId, audit))),
     );
     if (!revoked) {
       const operators = this.#operatorKeys(principal).some((key) => key.id === keyId);
@@ -140,14 +152,17 @@ export class AccountService {
     const session = await this.#stored(() => store.getSession(sid));
     if (session === null || session.sub !== principal.sub) throw gatehouseError('session_not_found');
     await this.#stored(() => store.revokeSession(sid));
+    this.#options.audit?.record({ kind: 'session.ended', actor: userActor(session.username), subject: sid, outcome: 'ok', details: { reason: 'account' } });
   }
 
   /** "Sign out everywhere": every session of the user, the asking one included. */
   async endAllSessions(principal: Principal): Promise<number> {
     const { store } = this.#options;
     const sessions = await this.#stored(() => store.listSessions(principal.sub));
-    const ended = await this.#stored(() => Promise.all(sessions.map((session) => store.revokeSession(session.sid))));
-    return ended.filter(Boolean).length;
+    const ended = (await this.#stored(() => Promise.all(sessions.map((session) => store.revokeSession(session.sid))))).filter(Boolean).length;
+    const event = { kind: 'session.ended_all', actor: userActor(this.#owner(principal).username), subject: principal.sub, outcome: 'ok' as const };
+    this.#options.audit?.record({ ...event, details: { reason: 'account', sessions: ended } });
+    return ended;
   }
 
   /** The users file's unrevoked keys of this user that the operator made (the CLI, or a file older than `createdBy`). */

@@ -103,7 +103,7 @@ export async function openEdge(deps: EdgeDeps): Promise<EdgeStage> {
     agreement: identity.agreement,
     load,
   });
-  const admin = await adminListener(config, logger, { metrics, requests, health });
+  const admin = await adminListener(config, logger, { metrics, requests, health, audit: identity.audit.records });
   // Health on the public listener too, or on one of its own (`server.health.on`).
   const healthOnly = await placeHealth(config, logger, app, health);
   return {

@@ -10,6 +10,7 @@
 // Why: docs/decisions/0022-one-composition-root.md
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import type { AuditTrail } from '../audit/open-trail.js';
 import type { Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Config } from '../config/schema.js';
@@ -69,6 +70,8 @@ export interface Gateway {
   readonly load: LoadShedder;
   /** Request records of asynchronous operations (spec 4.3, 4.4), with their outbox. */
   readonly requests: RequestTracker;
+  /** The deployment's audit trail: where every change of who may do what is recorded. */
+  readonly audit: AuditTrail;
   /** Re-reads the config file and puts its live sections in force (routes, authorization, cors); a bad or restart-needing edit changes nothing. */
   reloadRoutes(): Promise<boolean>;
   /** Starts the listeners; resolves with the addresses they bound (`healthUrl`: `server.health.on: own`). */
@@ -130,7 +133,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     live,
     drain,
   });
-  live.watch(options.configFile, config, logger);
+  live.watch(options.configFile, config, logger, identity.audit.appender);
 
   return {
     config,
@@ -147,6 +150,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     abuse: access.abuse,
     load: access.load,
     requests: asyncRequests.requests,
+    audit: identity.audit,
     async reloadRoutes() {
       return live.reload();
     },

@@ -6,12 +6,14 @@
 // users file's).
 import type { Logger } from 'pino';
 import { AccountService } from '../account/account-service.js';
+import type { AuditTrail } from '../audit/open-trail.js';
 import { FileApiKeys } from '../account/file-api-keys.js';
 import { StoreApiKeys } from '../account/store-api-keys.js';
 import type { Config } from '../config/schema.js';
 import { PeerAgreement } from '../observability/peer-agreement.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeySet } from '../tokens/keyset.js';
+import { openSignedAuditTrail } from '../tokens/signed-audit-trail.js';
 import type { SharedKeySet } from '../tokens/shared-keyset.js';
 import type { PasswordVerifier } from '../users/password-check-options.js';
 import type { AccessStage } from './access.js';
@@ -40,6 +42,8 @@ export interface IdentityAndTokensStage {
   /** Whether this instance's view of the shared keys agrees with its peers' (readiness). */
   agreement: PeerAgreement | undefined;
   mode: IdentityMode;
+  /** The deployment's audit trail: every change of who may do what, checkpoints signed with these keys. */
+  audit: AuditTrail;
   /** The account page and API: the local users' own (a fronted provider manages its accounts itself). */
   account: AccountService | undefined;
   close(): Promise<void>;
@@ -51,10 +55,12 @@ export async function openIdentityAndTokens(deps: IdentityAndTokensDeps): Promis
   // Only local mode signs tokens; with Redis, every instance's published keys verify (tokens/shared-keyset.ts).
   const { keys, shared: sharedKeys } = await loadSigningKeys(config, store, logger, { readOnly: deps.readOnlyKeys });
   const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
+  const audit = await openSignedAuditTrail(config, store, keys, logger);
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   const mode = await createIdentityMode({
     attempts: deps.access.abuse,
+    trail: audit.appender,
     config,
     store,
     keys,
@@ -69,17 +75,19 @@ export async function openIdentityAndTokens(deps: IdentityAndTokensDeps): Promis
       onApiKeyUsed: (keyId) => live.recordApiKeyUse(keyId),
     },
   });
-  const account = accountOf(deps, mode, storeKeys);
+  const account = accountOf(deps, mode, storeKeys, audit);
   live.recordApiKeyUsesIn(storeKeys ?? account?.keys);
   return {
     keys,
     sharedKeys,
     agreement,
     mode,
+    audit,
     account: account?.service,
     async close() {
       await keys.close();
       await mode.close();
+      await audit.close();
     },
   };
 }
@@ -89,10 +97,19 @@ function accountOf(
   { config, logger, state }: IdentityAndTokensDeps,
   mode: IdentityMode,
   storeKeys: StoreApiKeys | undefined,
+  audit: AuditTrail,
 ): { service: AccountService; keys: StoreApiKeys | FileApiKeys } | undefined {
   if (!config.account.enabled || !mode.local) return undefined;
   const fileKeys = new FileApiKeys(mode.local.users);
   const keys = storeKeys ?? fileKeys;
-  const service = new AccountService({ identity: mode.local.users, keys, fileKeys, store: state.store, settings: config.account, logger });
+  const service = new AccountService({
+    identity: mode.local.users,
+    keys,
+    fileKeys,
+    store: state.store,
+    settings: config.account,
+    logger,
+    audit: audit.appender,
+  });
   return { service, keys };
 }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { AuthService, type Authentication } from '../auth/auth-service.js';
 import { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import { LoginAudit, type AttemptRecord } from '../auth/login-audit.js';
+import type { AuditRecorder } from '../audit/recorder.js';
 import type { Config } from '../config/schema.js';
 import { DpopNonces } from '../dpop/nonces.js';
 import { DpopProofCheck } from '../dpop/proof-check.js';
@@ -46,6 +47,8 @@ export interface IdentityModeDeps {
   passwords: PasswordCheckOptions;
   /** Told of refused and admitted logins and refreshes by address (limits/abuse-guard.ts). */
   attempts?: AttemptRecord;
+  /** The deployment's audit trail: lockouts started, sessions a provider ended. */
+  trail?: AuditRecorder;
 }
 
 export interface IdentityMode {
@@ -68,7 +71,7 @@ export interface IdentityMode {
 export async function createIdentityMode(deps: IdentityModeDeps): Promise<IdentityMode> {
   const { config, store, keys, limiters, logger, metrics } = deps;
   const throttle = new LoginThrottle(config.limits.login, limiters);
-  const audit = new LoginAudit(logger, metrics, deps.attempts);
+  const audit = new LoginAudit(logger, metrics, deps.attempts, deps.trail);
   const maxEntries = config.tokens.cacheMaxEntries;
   const settings = config.identity;
   // DPoP proofs (RFC 9449): the URL they name is the one the client saw, through trusted proxies.
@@ -98,6 +101,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       clockToleranceS,
       endedSessionTtlS: settings.refreshTokenTtlS,
       logger,
+      ...(deps.trail && { trail: deps.trail }),
     });
     return {
       identity,

@@ -7,6 +7,7 @@
 // routes it was matched against.
 import type { Logger } from 'pino';
 import type { ApiKeyDirectory } from '../account/api-key-directory.js';
+import type { AuditRecorder } from '../audit/recorder.js';
 import { ConfigReloader } from '../config-load/reload.js';
 import type { Config } from '../config/schema.js';
 import { ProxyRoutes } from '../proxy/proxy-routes.js';
@@ -46,9 +47,9 @@ export class LiveParts {
   }
 
   /** Watches the config file and puts its live sections in force on each good edit; without a file, they stay as started. */
-  watch(file: string | undefined, running: Config, logger: Logger): void {
+  watch(file: string | undefined, running: Config, logger: Logger, audit?: AuditRecorder): void {
     if (file === undefined) return;
-    this.#reloader = new ConfigReloader({ file, running, logger, apply: (next) => this.#apply(next) });
+    this.#reloader = new ConfigReloader({ file, running, logger, ...(audit && { audit }), apply: (next) => this.#apply(next) });
     this.#reloader.watch();
   }
 

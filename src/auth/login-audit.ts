@@ -5,6 +5,8 @@
 import type { Logger } from 'pino';
 import { isGatehouseError } from '../core/errors.js';
 import type { Metrics } from '../observability/metrics.js';
+import { gatewayActor, noAudit, type AuditRecorder } from '../audit/recorder.js';
+import type { AuditEvent } from '../audit/entry.js';
 
 export type LoginMethod = 'password' | 'api_key' | 'refresh';
 export type AuditOutcome = 'success' | 'failure' | 'throttled' | 'lockout';
@@ -39,11 +41,14 @@ export class LoginAudit {
   readonly #logger: Logger;
   readonly #metrics: Metrics | undefined;
   readonly #attempts: AttemptRecord | undefined;
+  readonly #trail: AuditRecorder;
 
-  constructor(logger: Logger, metrics?: Metrics, attempts?: AttemptRecord) {
+  /** `trail`: the deployment's audit trail (audit/), where each lockout started is recorded too. */
+  constructor(logger: Logger, metrics?: Metrics, attempts?: AttemptRecord, trail: AuditRecorder = noAudit) {
     this.#logger = logger.child({ component: 'audit' });
     this.#metrics = metrics;
     this.#attempts = attempts;
+    this.#trail = trail;
   }
 
   record(outcome: AuditOutcome, facts: AuditFacts): void {
@@ -54,6 +59,7 @@ export class LoginAudit {
     if (outcome === 'throttled') this.#metrics?.throttled.inc({ limit: facts.method === 'refresh' ? 'refresh' : 'login' });
     const level = outcome === 'success' ? 'info' : 'warn';
     this.#logger[level]({ event: 'audit', outcome, ...facts }, MESSAGES[outcome](facts.method));
+    if (outcome === 'lockout') this.#trail.record(lockoutEvent(facts));
   }
 
   /** Runs a throttle's check; a refusal (429) is recorded as throttled before it is thrown on. */
@@ -65,4 +71,10 @@ export class LoginAudit {
       throw error;
     }
   }
+}
+
+/** A lockout as the trail keeps it: whom it guards (the user when one exists, else the address), from where. */
+function lockoutEvent(facts: AuditFacts): AuditEvent {
+  const details = { lockout: facts.lockout ?? 'unknown', method: facts.method, requestId: facts.requestId };
+  return { kind: 'lockout.started', actor: gatewayActor(), subject: facts.username ?? facts.address, from: facts.address, outcome: 'ok', details };
 }

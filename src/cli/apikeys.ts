@@ -14,6 +14,7 @@ import type { Store } from '../store/store.js';
 import { EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, printable, writeJson, type CliIo } from './io.js';
 import { withStore } from './store-session.js';
+import { withCommandAudit, type CommandAudit } from './audit-session.js';
 import { withUsers } from './users-access.js';
 
 export const APIKEYS_COMMANDS: CommandGroup<CliIo> = {
@@ -116,7 +117,9 @@ async function revoke(args: string[], io: CliIo): Promise<number> {
     const data = await users.read();
     // Not in the users' records: a key a user made on the account page, in the store.
     if (!findApiKey(data, keyId) && io.store?.url) {
-      const owner = await withStoreKeys(io.store, (keys, store) => revokeStoreKey(keys, store, data, keyId));
+      const owner = await withStoreKeys(io.store, (keys, store) =>
+        withCommandAudit(io, io.audit, store, (audit) => revokeStoreKey(keys, store, data, keyId, audit)),
+      );
       if (owner !== undefined) {
         writeLine(io.stdout, `revoked API key ${keyId} of user ${owner}`);
         return EXIT_OK;
@@ -201,9 +204,9 @@ async function withStoreKeys<T>(config: StoreConfig, use: (keys: StoreApiKeys, s
 }
 
 /** Deletes a store-held key and ends the sessions it opened (announced to every gateway); its owner's name, or undefined. */
-async function revokeStoreKey(keys: StoreApiKeys, store: Store, data: UsersFileData, keyId: string): Promise<string | undefined> {
+async function revokeStoreKey(keys: StoreApiKeys, store: Store, data: UsersFileData, keyId: string, audit: CommandAudit): Promise<string | undefined> {
   const key = await keys.find(keyId);
   const owner = key && Object.entries(data.users).find(([, user]) => user.id === key.sub);
   if (!key || !owner) return undefined;
-  return (await revokeKeyAndEndSessions(keys, store, { sub: key.sub, username: owner[0] }, keyId)) ? owner[0] : undefined;
+  return (await revokeKeyAndEndSessions(keys, store, { sub: key.sub, username: owner[0] }, keyId, audit)) ? owner[0] : undefined;
 }

@@ -8,6 +8,7 @@ import { ConfigError, configFilePath, loadConfig, readConfigFile, type LoadConfi
 import type { IdentityConfig } from '../config/schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
+import { AUDIT_COMMANDS } from './audit.js';
 import { CHECK_CONFIG_USAGE, runCheckConfig } from './check-config.js';
 import { CLIENTS_COMMANDS } from './clients.js';
 import {
@@ -83,12 +84,16 @@ const COMMANDS: Record<string, Command> = {
   apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
   // Reads no config: it makes what the operator then writes into one.
   clients: groupCommand(CLIENTS_COMMANDS, (io) => io),
+  audit: groupCommand(AUDIT_COMMANDS, (io, config) => {
+    const { audit, store } = loadConfig(config);
+    return { ...io, audit, store };
+  }),
   keys: groupCommand(KEYS_COMMANDS, (io, config) => {
     const file = configFilePath(config);
     if (providerOf(file) === 'oidc') throw oidcRefusal(file, 'signing keys');
-    const { tokens } = loadConfig(config);
+    const { tokens, audit, store } = loadConfig(config);
     // The schema requires it in local mode; oidc was refused above.
-    return { ...io, keysFile: tokens.keysFile!, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS };
+    return { ...io, keysFile: tokens.keysFile!, algorithm: tokens.algorithm, retainS: tokens.refreshTokenTtlS, audit, store };
   }),
 };
 
@@ -101,8 +106,15 @@ const COMMANDS: Record<string, Command> = {
 function localUsersIo(io: ProcessIo, config: LoadConfigOptions): CliIo {
   const file = configFilePath(config);
   if (providerOf(file) === 'oidc') throw oidcRefusal(file);
-  const { identity: checked, store, authorization } = loadConfig(config);
-  return { ...io, usersFile: usersFileOf(checked, file), ...(checked.provider === 'local' && { usersIn: checked.usersIn }), store, declared: authorization };
+  const { identity: checked, store, authorization, audit } = loadConfig(config);
+  return {
+    ...io,
+    usersFile: usersFileOf(checked, file),
+    ...(checked.provider === 'local' && { usersIn: checked.usersIn }),
+    store,
+    declared: authorization,
+    audit,
+  };
 }
 
 /** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */

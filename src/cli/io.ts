@@ -1,7 +1,7 @@
 // What the `gatehouse users …` and `gatehouse apikeys …` commands need from
 // the outside world, passed in rather than taken from `process`, so tests run
 // them in-process with plain streams. Also the few I/O helpers they share.
-import type { StoreConfig } from '../config/schema.js';
+import type { AuditConfig, StoreConfig } from '../config/schema.js';
 import { CliError, UndeclaredNameError, type OutputIo } from './command.js';
 
 export interface CliIo extends OutputIo {
@@ -11,6 +11,8 @@ export interface CliIo extends OutputIo {
   usersIn?: 'file' | 'store';
   /** The configured store: `users unlock` clears login throttling there; `apikeys` lists and revokes users' own keys there. */
   store?: StoreConfig;
+  /** Where the audit trail is (`audit`); absent: nothing is recorded (tests of other things). */
+  audit?: AuditConfig;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   /** The roles and scopes the config declares (`authorization`); an empty list declares none, and any name goes. */
   declared?: { roles: readonly string[]; scopes: readonly string[] };

@@ -2,7 +2,8 @@
 // file named by the config. A running gateway picks a rotation up through its
 // file watch; tokens signed by the previous key keep verifying until they expire.
 import { parseArgs } from 'node:util';
-import type { SigningAlgorithm } from '../config/schema.js';
+import type { AuditConfig, SigningAlgorithm, StoreConfig } from '../config/schema.js';
+import { withConfiguredAudit } from './audit-session.js';
 import { listKeys, rotateKeys } from '../tokens/key-rotation.js';
 import { EXIT_FAILURE, EXIT_OK, formatTable, runGroup, writeLine, type CommandGroup, type OutputIo } from './command.js';
 
@@ -12,6 +13,9 @@ export interface KeysCommandIo extends OutputIo {
   algorithm: SigningAlgorithm;
   /** How long a retired key keeps verifying: the refresh-token lifetime. */
   retainS: number;
+  /** Where the rotation is recorded (the audit trail: the store's, or the local file). */
+  audit?: AuditConfig;
+  store?: StoreConfig;
 }
 
 /** `rotate` takes no argument. */
@@ -42,7 +46,13 @@ export async function runKeysCommand(args: string[], io: KeysCommandIo): Promise
 }
 
 async function rotate(io: KeysCommandIo): Promise<number> {
-  const { kid } = await rotateKeys({ file: io.keysFile, algorithm: io.algorithm, retainS: io.retainS });
+  const previous = (await listKeys({ file: io.keysFile, retainS: io.retainS })).find((key) => key.status === 'signing');
+  const { kid } = await withConfiguredAudit(io, io, async ({ recorder, actor }) => {
+    const rotated = await rotateKeys({ file: io.keysFile, algorithm: io.algorithm, retainS: io.retainS });
+    const details = { algorithm: io.algorithm, retainS: io.retainS, ...(previous && { retiredKid: previous.kid }) };
+    recorder.record({ kind: 'signing_key.rotated', actor, subject: rotated.kid, from: io.keysFile, outcome: 'ok', details });
+    return rotated;
+  });
   writeLine(io.stdout, kid);
   return EXIT_OK;
 }

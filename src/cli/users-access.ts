@@ -8,6 +8,8 @@ import { pino } from 'pino';
 import { StoreUsers } from '../users/store-users.js';
 import type { UsersFileData } from '../users/users-file.js';
 import { fileUsersSource, type UsersChange } from '../users/users-source.js';
+import { recordedChange } from '../users/users-audit.js';
+import { withCommandAudit, withConfiguredAudit } from './audit-session.js';
 import { CliError, writeLine } from './command.js';
 import type { CliIo } from './io.js';
 import { withStore } from './store-session.js';
@@ -26,7 +28,9 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
   const silent = pino({ enabled: false });
   if (io.usersIn !== 'store') {
     const file = fileUsersSource(io.usersFile, silent);
-    return use({ where: io.usersFile, read: async () => (await file.read()).data, change: (change) => file.change(change), store: undefined });
+    // The trail is the store's when there is one, even with the users in the file: opened for a change only.
+    const change = (c: UsersChange) => withConfiguredAudit(io, io, (audit) => recordedChange((next) => file.change(next), c, audit));
+    return use({ where: io.usersFile, read: async () => (await file.read()).data, change, store: undefined });
   }
   if (!io.store?.url) throw new CliError('identity.usersIn is store, but no store.url is configured');
   return withStore(io.store, 'the users live there (identity.usersIn: store)', async (store) => {
@@ -38,6 +42,13 @@ export async function withUsers<T>(io: CliIo, use: (users: UsersAccess) => Promi
     } else if (marker === null && records.size === 0) {
       writeLine(io.stderr, `the store was never seeded: a gateway's first start reads ${io.usersFile} into it if that file exists (no file is needed)`);
     }
-    return use({ where: 'the store', read: async () => (await users.read()).data, change: (change) => users.change(change), store: users });
+    return withCommandAudit(io, io.audit, store, (audit) =>
+      use({
+        where: 'the store',
+        read: async () => (await users.read()).data,
+        change: (change) => recordedChange((c) => users.change(c), change, audit),
+        store: users,
+      }),
+    );
   });
 }

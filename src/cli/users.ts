@@ -8,6 +8,7 @@ import { hashPassword } from '../users/passwords.js';
 import { isApiKeyActive, parseUsersFile, UsersFileError, writeUsersFile } from '../users/users-file.js';
 import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../users/users-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
+import { withConfiguredAudit } from './audit-session.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
 import { assertDeclared, canPromptHidden, promptHidden, readAll, writeJson, type CliIo } from './io.js';
 import { withUsers } from './users-access.js';
@@ -121,7 +122,11 @@ async function unlock(args: string[], io: CliIo): Promise<number> {
   await withUsers(io, async (users) => getUser(await users.read(), username)); // a typo is told, not silently "unlocked"
   const url = io.store?.url;
   if (!url || !io.store) throw new CliError("no store.url is configured: throttling lives in the running gateway's memory (restart it to clear)");
-  const cleared = await unlockUsername({ ...io.store, url }, username);
+  const cleared = await withConfiguredAudit(io, io, async ({ recorder, actor }) => {
+    const count = await unlockUsername({ ...io.store!, url }, username);
+    recorder.record({ kind: 'lockout.cleared', actor, subject: username, outcome: 'ok', details: { records: count } });
+    return count;
+  });
   writeLine(io.stdout, `unlocked user ${username} (${cleared} throttling record${cleared === 1 ? '' : 's'} cleared)`);
   return EXIT_OK;
 }

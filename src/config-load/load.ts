@@ -190,6 +190,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   if (files.keysFile !== undefined) config.tokens.keysFile = files.keysFile;
   else delete config.tokens.keysFile;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
+  Object.assign(config.audit, { file: resolvePath(options.baseDir, config.audit.file), spoolFile: resolvePath(options.baseDir, config.audit.spoolFile) });
   if (config.server.tls !== undefined) {
     config.server.tls.certFile = files.tls!.certFile!;
     config.server.tls.keyFile = files.tls!.keyFile!;

@@ -10,6 +10,8 @@ import { loadCheckedConfig } from './check.js';
 import { ConfigError } from './load.js';
 import type { Config } from '../config/schema.js';
 import { watchConfigFile } from './watch-config.js';
+import type { AuditRecorder } from '../audit/recorder.js';
+import { reloadRecorder } from './reload-audit.js';
 
 type Section = keyof Config;
 
@@ -47,6 +49,8 @@ export interface ConfigReloaderOptions {
   /** Puts the live part of a checked config in force; throws (changing nothing) when it cannot. */
   apply(next: Config): void;
   env?: NodeJS.ProcessEnv;
+  /** Records each reload put in force: its sections and their digests (reload-audit.ts). */
+  audit?: AuditRecorder;
 }
 
 export class ConfigReloader {
@@ -54,9 +58,11 @@ export class ConfigReloader {
   readonly #running: Record<string, unknown>;
   #applied: Config;
   #stopWatching: () => void = () => {};
+  readonly #recordReload: ((next: Config) => void) | undefined;
 
   constructor(options: ConfigReloaderOptions) {
     this.#options = options;
+    this.#recordReload = options.audit && reloadRecorder(options.audit, options.file, options.running);
     this.#running = restartPart(options.running);
     this.#applied = options.running;
   }
@@ -107,6 +113,7 @@ export class ConfigReloader {
     }
     this.#applied = next;
     logger.info({ file, sections: changed, routes: next.routes.length }, 'config reloaded');
+    this.#recordReload?.(next);
     return true;
   }
 

@@ -8,6 +8,7 @@
 // live above this layer and are handed in (content-check-hooks.ts), with
 // field paths like any other problem; config-load/ makes the schema with them.
 import { z } from 'zod';
+import { AuditSchema } from './audit-schema.js';
 import type { ContentChecks } from './content-check-hooks.js';
 import { checkHealthListener, checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
 import { IdentitySchema } from './identity-schema.js';
@@ -50,6 +51,7 @@ export function createConfigSchema(checks: ContentChecks) {
       /** Browser applications on other origins that may call the gateway's own endpoints (login, refresh, token, status). */
       cors: CorsSchema.optional(),
       account: AccountSchema.prefault({}),
+      audit: AuditSchema.prefault({}),
       routes: z
         .array(RouteSchema)
         .superRefine((routes, ctx): void => checks.routes(routes, ctx), { when: always })
@@ -80,6 +82,7 @@ export type TokensConfig = Config['tokens'];
 export type CorsConfig = z.infer<typeof CorsSchema>;
 export type RouteConfig = Config['routes'][number];
 export type ProxyConfig = Config['proxy'];
+export type AuditConfig = Config['audit'];
 export type RequestsConfig = Config['requests'];
 export type LimitsConfig = Config['limits'];
 export type PasswordHashingConfig = Config['limits']['passwordHashing'];

@@ -8,6 +8,7 @@
 // Why: docs/decisions/0019-backchannel-logout-checks.md
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
+import { providerActor, type AuditRecorder } from '../audit/recorder.js';
 import type { ProviderSessionStore } from '../store/store.js';
 import { isFetchFailure, keySetFailure } from './access-token-verifier.js';
 import type { ProviderConnection } from './provider-connection.js';
@@ -28,6 +29,8 @@ export interface BackchannelLogoutOptions {
   /** How long the ended session's tokens are refused (they run out by then): `identity.refreshTokenTtlS`. */
   endedSessionTtlS: number;
   logger: Logger;
+  /** Records each session the provider ended (audit/). */
+  trail?: AuditRecorder;
 }
 
 export class BackchannelLogout {
@@ -71,6 +74,13 @@ export class BackchannelLogout {
     }
     await store.endProviderSession(sid, Date.now() + endedSessionTtlS * 1000);
     logger.info({ event: 'backchannel_logout', sid, sub }, 'the provider ended a session');
+    this.#options.trail?.record({
+      kind: 'session.ended',
+      actor: providerActor(issuer),
+      subject: sid,
+      outcome: 'ok',
+      details: { reason: 'backchannel_logout', ...(sub && { sub }) },
+    });
     return { sid, sub };
   }
 }

@@ -14,12 +14,16 @@ import type { RequestTracker } from '../async-requests/request-tracker.js';
 import { healthRoutes, type HealthOptions } from './health.js';
 import { metricsRoute } from './metrics-route.js';
 import { operatorListener } from './operator-listener.js';
+import { auditListRoute } from '../audit/list-route.js';
+import type { AuditTrailRecords } from '../store/audit-records.js';
 
 export interface AdminParts {
   metrics: Metrics;
   requests: RequestTracker;
   /** The health endpoints' checks and readings (server/health-listeners.ts). */
   health: HealthOptions;
+  /** The audit trail, listed for tools (audit/list-route.ts). */
+  audit?: AuditTrailRecords;
 }
 
 /** The admin listener with its routes, or undefined when `admin.enabled` is off. */
@@ -36,5 +40,6 @@ export async function adminListener(config: Config, logger: Logger, parts: Admin
     bodyLimitBytes: config.server.apiBodyLimitBytes,
     logger,
   });
+  if (parts.audit) await app.register(auditListRoute(parts.audit));
   return app;
 }

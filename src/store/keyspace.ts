@@ -87,6 +87,11 @@ export class Keyspace {
   }
 
   /** Every instance's public signing keys, a hash by kid (each entry sealed by the tokens layer). */
+  /** The deployment's audit trail: one stream, one slot. */
+  auditTrail(): string {
+    return `${this.prefix}audit-trail`;
+  }
+
   get signingKeys(): string {
     return `${this.prefix}signing-keys`;
   }

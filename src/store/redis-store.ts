@@ -13,6 +13,7 @@ import { Keyspace } from './keyspace.js';
 import { redisRateLimiters, type RateLimiterBackend } from './rate-limiters.js';
 import { AnnouncementFeed } from './redis-announcements.js';
 import { RedisApiKeys } from './redis-api-keys.js';
+import { RedisAuditTrail } from './redis-audit-trail.js';
 import { duplicateForSubscribing, duplicateForWriting, type RedisClient } from './redis-client.js';
 import { withinDeadline } from '../core/deadline.js';
 import { answersAsWritableMaster, quitOrDisconnect, reportConnectionHealth, withoutCredentials } from './redis-connection.js';
@@ -71,6 +72,7 @@ export class RedisStore implements Store {
   readonly introspectionAnswers: RedisIntrospectionAnswers;
   readonly sharedKeys: RedisSharedKeys;
   readonly users: RedisUserRecords;
+  readonly auditTrail: RedisAuditTrail;
 
   /** Takes ownership of `client`: `close()` quits it. */
   constructor(client: RedisClient, options: RedisStoreOptions) {
@@ -89,6 +91,7 @@ export class RedisStore implements Store {
     this.rateLimiters = redisRateLimiters(client, this.keys);
     this.apiKeys = new RedisApiKeys(client, this.keys);
     this.introspectionAnswers = new RedisIntrospectionAnswers(client, this.keys);
+    this.auditTrail = new RedisAuditTrail(client, this.keys);
 
     this.subscriber = duplicateForSubscribing(client);
     const closed = () => this.closed;

@@ -10,6 +10,7 @@
 
 import type { AuthMethod } from '../core/vocabulary.js';
 import type { ApiKeyRecords } from './api-key-records.js';
+import type { AuditTrailRecords } from './audit-records.js';
 import type { MasterEvictionPolicy } from './eviction-policy.js';
 import type { IntrospectionAnswers } from './introspection-answers.js';
 import type { RateLimiterBackend } from './rate-limiters.js';
@@ -105,6 +106,11 @@ export interface KeysStore {
 /** The users, when the config holds them in the store (`identity.usersIn: store`, users/store-users.ts). */
 export interface UsersStore {
   readonly users?: UserRecords;
+}
+
+/** The deployment's audit trail (audit/); absent on the in-memory store, whose trail is a local file. */
+export interface AuditStore {
+  readonly auditTrail?: AuditTrailRecords;
 }
 
 /** Which store this is, whether it answers, and its end. */
@@ -221,4 +227,5 @@ export interface Store
     ApiKeysStore,
     IntrospectionStore,
     KeysStore,
-    UsersStore {}
+    UsersStore,
+    AuditStore {}

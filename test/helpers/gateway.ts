@@ -103,6 +103,7 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     authorization: { ...overrides.authorization },
     ...(overrides.cors !== undefined && { cors: overrides.cors }),
     account: { ...overrides.account },
+    audit: { ...overrides.audit },
     routes: overrides.routes ?? [],
   };
   const config = parseConfig(raw, { baseDir: dir, env: {} });
