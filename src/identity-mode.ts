@@ -20,12 +20,13 @@ import { openStoreUsers, type UsersLoss } from './identity/store-users.js';
 import type { LimiterFactory } from './limits/limiters.js';
 import { LoginThrottle } from './limits/login-throttle.js';
 import type { Metrics } from './observability/metrics.js';
-import { BackchannelLogout } from './oidc/backchannel-logout.js';
+import { BackchannelLogout, type LogoutTokenReceiver } from './oidc/backchannel-logout.js';
 import { ProviderAuth } from './oidc/provider-auth.js';
 import { ProviderConnection } from './oidc/provider-connection.js';
 import { ProviderIdentity } from './oidc/provider-identity.js';
 import { ProviderTokenCheck } from './oidc/provider-token-check.js';
 import { SessionRoles } from './oidc/session-roles.js';
+import { createSeveralProviders } from './providers/several-providers.js';
 import type { Store } from './store/store.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { SharedKeySet } from './tokens/shared-keyset.js';
@@ -52,7 +53,7 @@ export interface IdentityMode {
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
   local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
-  backchannelLogout?: BackchannelLogout;
+  backchannelLogout?: LogoutTokenReceiver;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
   ready?: () => Promise<void>;
   /** With the users held in the store: whether they are lost (readiness says so); absent in other modes. */
@@ -75,6 +76,22 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     clientAddress: compileClientAddress(config.server.trustedProxies),
     ...(requireNonce && { nonces: new DpopNonces({ store, rotateS: nonceRotateS }) }),
   });
+
+  // Several providers at once, chosen by issuer: built by providers/several-providers.ts.
+  if (settings.provider === 'several') {
+    return createSeveralProviders({
+      config,
+      settings,
+      store,
+      keys,
+      logger,
+      metrics,
+      throttle,
+      audit,
+      dpop,
+      openLocalUsers: (local) => openLocalUsers(local, deps),
+    });
+  }
 
   if (settings.provider === 'oidc') {
     // Every token of a provider session holds the session's roles, as its newest token says (an introspected refresh token names none).

@@ -108,11 +108,6 @@ export const OidcIdentitySchema = z.strictObject({
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
 
-/** Who the users are: Gatehouse's own users file (`local`), or an OpenID Provider it fronts (`oidc`); `provider` says which, and which fields apply. */
-export const IdentitySchema = z
-  .discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema])
-  .meta(help('who the users are', '{provider: local, usersFile: ./users.yaml}'));
-
 /**
  * The reference's example of `tokens.clients[].secretHash`: a real hash (of a
  * random secret nobody kept), so that the documented value loads as written.
