@@ -7,7 +7,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TEST_USERS, startTestGateway, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
+import { hashPassword } from '../../src/identity/passwords.js';
+import { DEFAULT_TEST_USERS, startTestGateway, TEST_SCRYPT_PARAMS, writeTestUsers, type TestGateway } from '../helpers/gateway.js';
 import { startOpenIdProvider, TEST_CLIENT, TEST_RESOURCE, type TestOpenIdProvider } from '../helpers/openid-provider.js';
 import { freePort } from '../helpers/ports.js';
 import { testRedisUrl, uniquePrefix } from '../helpers/redis-server.js';
@@ -24,6 +25,8 @@ export interface ThreeProviders {
 export const STAFF_USER = { username: 'sam', password: 'sam-password-1' } as const;
 export const PARTNER_USER = { username: 'pia', password: 'pia-password-1' } as const;
 export const LOCAL_USER = { username: 'alice', password: 'alice-password-1' } as const;
+/** A client of Gatehouse's own introspection endpoint. */
+export const RESOURCE_SERVER = { id: 'orders-service', secret: 'orders-service-secret-1' } as const;
 
 const oidcEntry = (name: string, issuer: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -61,7 +64,11 @@ export async function startThreeProviders(): Promise<ThreeProviders> {
       ],
     },
     store: { url: redis.url, keyPrefix: uniquePrefix() },
-    tokens: { issuer: 'https://gatehouse.providers.test', keysFile: join(dir, 'keys.json') },
+    tokens: {
+      issuer: 'https://gatehouse.providers.test',
+      keysFile: join(dir, 'keys.json'),
+      clients: [{ id: RESOURCE_SERVER.id, secretHash: await hashPassword(RESOURCE_SERVER.secret, TEST_SCRYPT_PARAMS) }],
+    },
     authorization: { roles: ['staff', 'partner'] },
     routes: [
       { name: 'everyone', prefix: '/everyone', upstreams: [upstream.url] },
