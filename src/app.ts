@@ -209,7 +209,15 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   if (config.account.enabled && mode.local) {
     const fileKeys = new FileApiKeys(mode.local.users);
     userKeys ??= fileKeys;
-    account = new AccountService({ identity: mode.local.users, keys: userKeys, fileKeys, store, settings: config.account, logger });
+    account = new AccountService({
+      identity: mode.local.users,
+      keys: userKeys,
+      fileKeys,
+      store,
+      settings: config.account,
+      logger,
+      provider: mode.local.provider,
+    });
   }
   await registerGatewayEndpoints(app, {
     config,

@@ -51,7 +51,7 @@ export interface IdentityMode {
   auth: Authentication;
   bearer: BearerAuthenticator;
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; provider?: string };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
   backchannelLogout?: LogoutTokenReceiver;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */

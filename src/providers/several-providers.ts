@@ -57,7 +57,8 @@ export interface SeveralProviders {
   identity: IdentityProvider;
   auth: Authentication;
   bearer: BearerAuthenticator;
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  /** The local users among the providers, with their provider's name (the account page is theirs only). */
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; provider: string };
   backchannelLogout?: LogoutTokenReceiver;
   usersLoss?: () => UsersLoss | undefined;
   close(): Promise<void>;
@@ -130,7 +131,7 @@ export async function createSeveralProviders(deps: SeveralProvidersDeps): Promis
     identity,
     auth,
     bearer,
-    ...(service && localEntry && local && { local: { users: local.users, usersFile: localEntry.usersFile, service } }),
+    ...(service && localEntry && local && { local: { users: local.users, usersFile: localEntry.usersFile, service, provider: localEntry.name } }),
     ...(logouts.size > 0 && { backchannelLogout: new BackchannelLogouts(logouts) }),
     ...(local?.usersLoss && { usersLoss: local.usersLoss }),
     close: async () => {

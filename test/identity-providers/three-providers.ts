@@ -74,6 +74,8 @@ export async function startThreeProviders(): Promise<ThreeProviders> {
       { name: 'everyone', prefix: '/everyone', upstreams: [upstream.url] },
       { name: 'staff-only', prefix: '/staff-only', upstreams: [upstream.url], providers: ['staff'] },
       { name: 'partners', prefix: '/partners', upstreams: [upstream.url], providers: ['partner', 'local'] },
+      { name: 'staff-role', prefix: '/staff-role', upstreams: [upstream.url], authorize: { anyRole: ['staff'] } },
+      { name: 'asserted', prefix: '/asserted', upstreams: [upstream.url], identityAssertion: {} },
     ],
   };
   const gateways: [TestGateway, TestGateway, TestGateway] = [

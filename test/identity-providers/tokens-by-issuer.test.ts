@@ -6,6 +6,7 @@
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_RESOURCE } from '../helpers/openid-provider.js';
+import { jwtPayload } from '../helpers/gateway.js';
 import type { EchoBody } from '../helpers/upstream.js';
 import { hitsOf, LOCAL_USER, loginAt, PARTNER_USER, STAFF_USER, startThreeProviders, statusWith, tokensAt, type ThreeProviders } from './three-providers.js';
 
@@ -106,6 +107,35 @@ describe('per-route trust', () => {
   });
 });
 
+describe("each provider's claims, as routes and backends see them", () => {
+  it("role rules weigh each provider's mapped roles", async () => {
+    const [first] = setting.gateways;
+    const staff = await tokensAt(first, STAFF_USER, 'staff');
+    const partner = await tokensAt(first, PARTNER_USER, 'partner');
+    const local = await tokensAt(first, LOCAL_USER);
+    expect(await everywhere('/staff-role/x', staff.access_token)).toEqual([200, 200, 200]);
+    expect(await everywhere('/staff-role/x', partner.access_token)).toEqual([403, 403, 403]);
+    expect(await everywhere('/staff-role/x', local.access_token)).toEqual([403, 403, 403]);
+  });
+
+  it("the signed identity assertion names the caller's provider (idp)", async () => {
+    const [first] = setting.gateways;
+    const { access_token: token } = await tokensAt(first, STAFF_USER, 'staff');
+    const response = await fetch(`${first.url}/asserted/x`, { headers: { authorization: `Bearer ${token}` } });
+    const echoed = (await response.json()) as EchoBody;
+    const assertion = jwtPayload(echoed.headers['x-gatehouse-assertion'] as string);
+    expect(assertion).toMatchObject({ idp: 'staff', sub: STAFF_USER.username, iss: 'https://gatehouse.providers.test' });
+  });
+
+  it("one guard in front of every provider's logins: the audit line names the provider", async () => {
+    const [first] = setting.gateways;
+    const from = first.logs.entries().length;
+    expect((await loginAt(first, { ...STAFF_USER, password: 'wrong-password-1' }, 'staff')).status).toBe(401);
+    const line = await first.logs.next((entry) => entry.event === 'audit' && entry.outcome === 'failure', from);
+    expect(line).toMatchObject({ provider: 'staff', method: 'password' });
+  });
+});
+
 describe('attacks on the choice of provider', () => {
   it('issuer mix-up: a token signed by the staff provider naming the partner issuer is refused, and the partner is never asked', async () => {
     const [first] = setting.gateways;
@@ -131,6 +161,19 @@ describe('attacks on the choice of provider', () => {
     expect(await everywhere('/everyone/x', forged)).toEqual([401, 401, 401]);
     expect([setting.staff.hits.get('/jwks') ?? 0, hitsOf(setting.partner)]).toEqual(before);
     expect(first.logs.text()).toContain("token signed with another provider's key");
+  });
+
+  it("subject mix-up: a provider's token whose sub is a local user's id reaches nothing of that user's account", async () => {
+    const [first] = setting.gateways;
+    const local = await tokensAt(first, LOCAL_USER);
+    const localSub = jwtPayload(local.access_token).sub as string;
+    const sessions = (token: string) => fetch(`${first.url}/api/v1/account/sessions`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await sessions(local.access_token)).status).toBe(200);
+    // A token the staff provider really signed, for a subject of its own that happens to be the local user's id.
+    const borrowed = await setting.staff.sign(accessClaims(setting.staff.issuer, localSub), { typ: 'at+jwt' });
+    expect(await statusWith(first, '/everyone/x', borrowed)).toBe(200);
+    expect((await sessions(borrowed)).status).toBe(401);
+    expect(await statusWith(first, '/everyone/x', local.access_token)).toBe(200);
   });
 
   it('an unknown issuer is refused with invalid_token, without any outbound call', async () => {
