@@ -26,6 +26,14 @@ function accessClaims(issuer: string, sub: string) {
   return { iss: issuer, sub, aud: TEST_RESOURCE, iat: now, exp: now + 300, preferred_username: sub, roles: ['staff'], scope: 'api' };
 }
 
+/** What the upstream received of a request with the token of `user`, logged in at `provider` through the first instance. */
+async function echoedFor(user: { username: string; password: string }, provider: string, path: string): Promise<EchoBody> {
+  const [first] = setting.gateways;
+  const { access_token: token } = await tokensAt(first, user, provider);
+  const response = await fetch(`${first.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  return (await response.json()) as EchoBody;
+}
+
 async function everywhere(path: string, token: string): Promise<number[]> {
   return Promise.all(setting.gateways.map((gateway) => statusWith(gateway, path, token)));
 }
@@ -98,10 +106,7 @@ describe('per-route trust', () => {
   });
 
   it('the identity headers say which provider the caller came from', async () => {
-    const [first] = setting.gateways;
-    const { access_token: token } = await tokensAt(first, PARTNER_USER, 'partner');
-    const response = await fetch(`${first.url}/partners/x`, { headers: { authorization: `Bearer ${token}` } });
-    const echoed = (await response.json()) as EchoBody;
+    const echoed = await echoedFor(PARTNER_USER, 'partner', '/partners/x');
     expect(echoed.headers['x-gatehouse-provider']).toBe('partner');
     expect(echoed.headers['x-gatehouse-username']).toBe(PARTNER_USER.username);
   });
@@ -119,10 +124,7 @@ describe("each provider's claims, as routes and backends see them", () => {
   });
 
   it("the signed identity assertion names the caller's provider (idp)", async () => {
-    const [first] = setting.gateways;
-    const { access_token: token } = await tokensAt(first, STAFF_USER, 'staff');
-    const response = await fetch(`${first.url}/asserted/x`, { headers: { authorization: `Bearer ${token}` } });
-    const echoed = (await response.json()) as EchoBody;
+    const echoed = await echoedFor(STAFF_USER, 'staff', '/asserted/x');
     const assertion = jwtPayload(echoed.headers['x-gatehouse-assertion'] as string);
     expect(assertion).toMatchObject({ idp: 'staff', sub: STAFF_USER.username, iss: 'https://gatehouse.providers.test' });
   });
