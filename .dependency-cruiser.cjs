@@ -56,6 +56,13 @@ const LAYERS = [
   // L5, L6: authentication with our own tokens, then fronting an OpenID Provider on top of it.
   { layer: 5, name: 'auth', path: 'src/auth/', job: 'login, refresh, logout, bearer checks, the token endpoint' },
   { layer: 6, name: 'oidc', path: 'src/oidc/', job: 'an OpenID Provider as the identity source: its tokens, introspection, client auth' },
+  {
+    layer: 6,
+    name: 'providers',
+    path: 'src/providers/',
+    job: 'several identity providers at once: the provider of a token by its issuer, of a login by name',
+    mayImport: ['oidc'],
+  },
 
   // L7: the proxy, and the plug-ins it is extended with. The proxy declares what it asks of a plug-in
   // (RouteGuard, AcceptedAnswer …) and never imports one; plug-ins import the proxy, never each other.

@@ -1,7 +1,7 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
 // Sections, all by default: auth, floor, proxy, engines, async, memory,
-// credentials, json, paths, flood, limits, authz, dpop, oidc, session-end, tls,
+// credentials, json, paths, flood, limits, authz, dpop, oidc, providers, session-end, tls,
 // assertion, upstream-tls. Only when named: builds (two builds in one run, with
 // BENCH_BASELINE_REF) and profile (a CPU profile of the hot path).
 // BENCH_DURATION_S and BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds);
@@ -21,6 +21,7 @@ import { runJsonBodySection } from './json-body.js';
 import { runLimitsSection } from './limits.js';
 import { runMemorySection } from './memory.js';
 import { runOidcSection } from './oidc.js';
+import { runProvidersSection } from './providers.js';
 import { runPathsSection } from './paths.js';
 import { runProfileSection } from './profile.js';
 import { runProxySection } from './proxy.js';
@@ -45,6 +46,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   authz: runAuthzSection,
   dpop: runDpopSection,
   oidc: runOidcSection,
+  providers: runProvidersSection,
   'session-end': runSessionEndSection,
   assertion: runAssertionSection,
   'upstream-tls': runUpstreamTlsSection,

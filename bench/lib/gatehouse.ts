@@ -132,13 +132,14 @@ export interface Tokens {
   refresh_token: string;
 }
 
-export async function loginTokens(url: string, password = BENCH_PASSWORD): Promise<Tokens> {
+/** `provider`: with several identity providers, the one to log in at (absent: the default one). */
+export async function loginTokens(url: string, password = BENCH_PASSWORD, provider?: string): Promise<Tokens> {
   // A 503 with Retry-After (load shed while a loaded machine makes the event loop late) is asked again, as a client should.
   for (let attempt = 1; ; attempt++) {
     const response = await fetch(`${url}/api/v1/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ username: BENCH_USER, password }),
+      body: JSON.stringify({ username: BENCH_USER, password, ...(provider !== undefined && { provider }) }),
     });
     const retryAfterS = Number(response.headers.get('retry-after'));
     if (response.status === 503 && retryAfterS > 0 && attempt < 10) {

@@ -51,7 +51,7 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     },
   } as const;
 
-  const caller = async (request: FastifyRequest): Promise<Principal> => bearer.authenticateRequest(request.raw);
+  const caller = async (request: FastifyRequest): Promise<Principal> => account.localCaller(await bearer.authenticateRequest(request.raw));
 
   app.get(ACCOUNT_PATH, async (request, reply) => reply.headers(NO_STORE).send(await account.account(await caller(request))));
 

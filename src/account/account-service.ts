@@ -32,6 +32,11 @@ export interface AccountServiceOptions {
   now?: () => number;
   /** Records keys made and revoked by their users (audit/). */
   audit?: AuditRecorder;
+  /**
+   * Among several identity providers, the local one's name: only its principals
+   * have an account here (another provider's `sub` may be anything, a local user's id too).
+   */
+  provider?: string | undefined;
 }
 
 /** A key as its owner sees it: never its secret or its digest. */
@@ -180,6 +185,12 @@ export class AccountService {
         reason: `creating a key needs a password login from the last ${recentLoginS} seconds: log in again`,
       });
     }
+  }
+
+  /** The caller of the account API, when a local user's: another provider's token is refused (401) before anything is read. */
+  localCaller(principal: Principal): Principal {
+    if (principal.provider !== this.#options.provider) throw gatehouseError('invalid_bearer_token', { reason: "the account is the local users' only" });
+    return principal;
   }
 
   #user(principal: Principal) {

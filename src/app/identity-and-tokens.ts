@@ -110,6 +110,7 @@ function accountOf(
     settings: config.account,
     logger,
     audit: audit.appender,
+    provider: mode.local.provider,
   });
   return { service, keys };
 }

@@ -22,12 +22,13 @@ import type { LimiterFactory } from '../limits/limiters.js';
 import { LoginThrottle } from '../limits/login-throttle.js';
 import { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
 import type { Metrics } from '../observability/metrics.js';
-import { BackchannelLogout } from '../oidc/backchannel-logout.js';
+import { BackchannelLogout, type LogoutTokenReceiver } from '../oidc/backchannel-logout.js';
 import { ProviderAuth } from '../oidc/provider-auth.js';
 import { ProviderConnection } from '../oidc/provider-connection.js';
 import { ProviderIdentity } from '../oidc/provider-identity.js';
 import { ProviderTokenCheck } from '../oidc/provider-token-check.js';
 import { SessionRoles } from '../oidc/session-roles.js';
+import { createSeveralProviders } from '../providers/several-providers.js';
 import type { Store } from '../store/store.js';
 import { TokenIssuer } from '../tokens/issuer.js';
 import { SharedKeySet } from '../tokens/shared-keyset.js';
@@ -56,9 +57,9 @@ export interface IdentityMode {
   auth: Authentication;
   bearer: BearerAuthenticator;
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; provider?: string };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
-  backchannelLogout?: BackchannelLogout;
+  backchannelLogout?: LogoutTokenReceiver;
   /** Refused logout tokens per address, throttled as the token endpoint is (with `backchannelLogout`). */
   logoutTokenThrottle?: LogoutTokenThrottle;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
@@ -83,6 +84,25 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     clientAddress: deps.clientAddress,
     ...(requireNonce && { nonces: new DpopNonces({ store, rotateS: nonceRotateS }) }),
   });
+
+  // Several providers at once, chosen by issuer: built by providers/several-providers.ts.
+  if (settings.provider === 'several') {
+    const several = await createSeveralProviders({
+      config,
+      settings,
+      store,
+      keys,
+      logger,
+      metrics,
+      throttle,
+      audit,
+      dpop,
+      openLocalUsers: (local) => openLocalUsers(local, deps),
+      ...(deps.trail && { trail: deps.trail }),
+    });
+    if (!several.backchannelLogout) return several;
+    return { ...several, logoutTokenThrottle: new LogoutTokenThrottle(config.limits.login, limiters) };
+  }
 
   if (settings.provider === 'oidc') {
     // Every token of a provider session holds the session's roles, as its newest token says (an introspected refresh token names none).

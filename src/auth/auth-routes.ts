@@ -35,6 +35,8 @@ const LOGIN_BODY = {
   properties: {
     username: { type: 'string', minLength: 1, maxLength: 256 },
     password: { type: 'string', minLength: 1, maxLength: 1024 },
+    /** With several identity providers: which one checks the credentials; absent, the default one. */
+    provider: { type: 'string', minLength: 1, maxLength: 40 },
   },
 } as const;
 
@@ -60,10 +62,14 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
   // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
   acceptJsonBodiesOnly(app);
 
-  app.post<{ Body: { username: string; password: string } }>(
+  app.post<{ Body: { username: string; password: string; provider?: string } }>(
     LOGIN_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
-    async (request, reply) => sendTokenSet(reply, await auth.login(request.body.username, request.body.password, await contextOf(request))),
+    async (request, reply) => {
+      const { username, password, provider } = request.body;
+      const context = await contextOf(request);
+      return sendTokenSet(reply, await auth.login(username, password, provider === undefined ? context : { ...context, provider }));
+    },
   );
 
   app.post<{ Body: { refresh_token: string } }>(

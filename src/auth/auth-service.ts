@@ -45,6 +45,8 @@ export interface AuthServiceDeps {
   audit: LoginAudit;
   /** DPoP proofs of logins and refreshes (`tokens.dpop`); absent, tokens are never bound. */
   dpop?: TokenRequestProofs;
+  /** Among several identity providers, the local one's name: `authenticateBearer` admits its tokens only (introspection answers for nobody else's). */
+  provider?: string;
 }
 
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
@@ -130,7 +132,9 @@ export class AuthService implements Authentication {
 
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active, for the gateway's own endpoints. */
   async authenticateBearer(token: string): Promise<Principal> {
-    return this.#deps.bearer.authenticate(token);
+    const principal = await this.#deps.bearer.authenticate(token);
+    if (principal.provider !== this.#deps.provider) throw gatehouseError('invalid_bearer_token', { reason: 'not a token Gatehouse issued' });
+    return principal;
   }
 
   async authenticateRequest(req: IncomingMessage): Promise<Principal> {

@@ -22,6 +22,8 @@ export interface AuditFacts {
   sid?: string;
   /** What a lockout started (pair_wait, address_blocked, username_guarded). */
   lockout?: string;
+  /** With several identity providers: the one the attempt named. */
+  provider?: string | undefined;
 }
 
 const MESSAGES: Record<AuditOutcome, (method: LoginMethod) => string> = {

@@ -28,6 +28,8 @@ export interface AttemptContext {
    * is refreshed only with it. Absent: no proof was sent.
    */
   dpopThumbprint?: string;
+  /** With several identity providers: the one a login names (its `provider` field); absent, the default one. */
+  provider?: string;
 }
 
 /** Who a login or refresh let in, for the success line (not the proxy's `Admitted`: what admission establishes for a request). */
@@ -119,8 +121,13 @@ export class LoginGuard {
   }
 }
 
-function attemptFacts(context: AttemptContext): Pick<AuditFacts, 'address' | 'requestId' | 'traceId'> {
-  return { address: context.address, requestId: context.requestId, traceId: context.traceId };
+function attemptFacts(context: AttemptContext): Pick<AuditFacts, 'address' | 'requestId' | 'traceId' | 'provider'> {
+  return {
+    address: context.address,
+    requestId: context.requestId,
+    traceId: context.traceId,
+    ...(context.provider !== undefined && { provider: context.provider }),
+  };
 }
 
 function successFacts(facts: AuditFacts, admitted: LoginSuccess): AuditFacts {

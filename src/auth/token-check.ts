@@ -30,10 +30,13 @@ const NO_ROLES: readonly string[] = Object.freeze([]);
 export class SessionTokenCheck implements TokenCheck {
   readonly #verifier: TokenVerifier;
   readonly #store: SessionStore;
+  readonly #provider: string | undefined;
 
-  constructor(verifier: TokenVerifier, store: SessionStore) {
+  /** `provider`: the local provider's name among several, which its principals carry. */
+  constructor(verifier: TokenVerifier, store: SessionStore, provider?: string) {
     this.#verifier = verifier;
     this.#store = store;
+    this.#provider = provider;
   }
 
   /** `verified`: the token's claims when the caller has verified it already (refresh does). */
@@ -63,6 +66,7 @@ export class SessionTokenCheck implements TokenCheck {
       readOnly: claims.ro === true,
       // Always present too (undefined for a plain bearer token), for the same one shape.
       confirmationThumbprint: claims.cnf?.jkt,
+      provider: this.#provider,
     });
   }
 }

@@ -9,14 +9,17 @@ import { oauthErrorOf, toGatehouseError, type OAuthErrorObject } from '../http/e
 import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
 import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
-import type { AuthService } from './auth-service.js';
+import type { AuthService, Authentication } from './auth-service.js';
 import { attemptContext, sendTokenSet } from './auth-routes.js';
 import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
 import type { Principal } from '../core/principal.js';
 
 export interface TokenEndpointOptions {
+  /** Gatehouse's own token service: introspection and revocation answer for its tokens only. */
   auth: AuthService;
+  /** The password and refresh grants, when more than Gatehouse's own users log in (several providers, by the `provider` parameter); absent: `auth`. */
+  logins?: Authentication;
   bodyLimitBytes: number;
   /** Who may call introspection and revocation (`tokens.clients`). */
   clients: ClientList;
@@ -106,12 +109,14 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
   app.post<{ Body: Record<string, string> }>(TOKEN_ENDPOINT_PATH, { bodyLimit: bodyLimitBytes }, async (request, reply) => {
     const params = request.body;
     if (!params || typeof params !== 'object') throw new OAuthError('invalid_request', 'a form-encoded body is required');
-    const context = () => withTokenRequestProof(request.raw, attemptContext(request, clientAddress), options.dpop);
+    const provider = params.provider === undefined || params.provider === '' ? {} : { provider: params.provider };
+    const context = async () => ({ ...(await withTokenRequestProof(request.raw, attemptContext(request, clientAddress), options.dpop)), ...provider });
+    const logins = options.logins ?? auth;
     switch (params.grant_type) {
       case 'password':
-        return sendTokenSet(reply, await auth.login(required(params, 'username'), required(params, 'password'), await context()));
+        return sendTokenSet(reply, await logins.login(required(params, 'username'), required(params, 'password'), await context()));
       case 'refresh_token':
-        return sendTokenSet(reply, await auth.refresh(required(params, 'refresh_token'), await context()));
+        return sendTokenSet(reply, await logins.refresh(required(params, 'refresh_token'), await context()));
       case undefined:
       case '':
         throw new OAuthError('invalid_request', 'parameter grant_type is required');

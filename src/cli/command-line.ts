@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { loadCheckedConfig } from '../config-load/check.js';
 import { ConfigError, configFilePath, loadConfig, readConfigFile, type LoadConfigOptions } from '../config-load/load.js';
-import type { IdentityConfig } from '../config/schema.js';
+import { localUsersOf } from '../config/providers-schema.js';
 import { GATEHOUSE_VERSION } from '../observability/version.js';
 import { APIKEYS_COMMANDS } from './apikeys.js';
 import { AUDIT_COMMANDS } from './audit.js';
@@ -107,20 +107,10 @@ function localUsersIo(io: ProcessIo, config: LoadConfigOptions): CliIo {
   const file = configFilePath(config);
   if (providerOf(file) === 'oidc') throw oidcRefusal(file);
   const { identity: checked, store, authorization, audit } = loadConfig(config);
-  return {
-    ...io,
-    usersFile: usersFileOf(checked, file),
-    ...(checked.provider === 'local' && { usersIn: checked.usersIn }),
-    store,
-    declared: authorization,
-    audit,
-  };
-}
-
-/** Users and keys are the local provider's; with a fronted provider they are managed there (exit 78). */
-function usersFileOf(identity: IdentityConfig, file: string): string {
-  if (identity.provider === 'local') return identity.usersFile;
-  throw oidcRefusal(file);
+  const local = localUsersOf(checked);
+  // Users and keys are the local provider's (alone or among several); with only fronted providers they are managed there (exit 78).
+  if (local === undefined) throw oidcRefusal(file);
+  return { ...io, usersFile: local.usersFile, usersIn: local.usersIn, store, declared: authorization, audit };
 }
 
 /** The file's `identity.provider` as written, read before the config is judged as a whole. */

@@ -27,7 +27,7 @@ export interface EnvironmentCheckOptions {
 export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentCheckOptions): string[] {
   const problems: string[] = [];
   if (files.usersFile !== undefined) {
-    const field = options.label('identity.usersFile');
+    const field = options.label(files.usersFileField ?? 'identity.usersFile');
     const mayBeMissing = options.embeddedDefault.usersFile || files.usersFileSeedsStore === true;
     problems.push(...usersFileProblems(files.usersFile, mayBeMissing).map((p) => `${field}: ${p}`));
   }
@@ -38,6 +38,7 @@ export function checkEnvironment(files: ConfiguredFiles, options: EnvironmentChe
   if (files.privateKeyFile !== undefined) {
     problems.push(...privateKeyProblems(files.privateKeyFile).map((p) => `${options.label('identity.privateKeyFile')}: ${p}`));
   }
+  for (const { field, path } of files.providerKeyFiles ?? []) problems.push(...privateKeyProblems(path).map((p) => `${field}: ${p}`));
   if (files.tls?.certFile !== undefined && files.tls.keyFile !== undefined) {
     problems.push(...tlsProblems({ certFile: files.tls.certFile, keyFile: files.tls.keyFile, caFile: files.tls.caFile }, options.label));
   }

@@ -115,6 +115,9 @@ export interface ConfiguredFiles {
   keysFile?: string;
   /** A fronted provider's client key (`identity.privateKeyFile`). */
   privateKeyFile?: string;
+  /** With several providers: the field the users file is named in (`identity.providers[N].usersFile`), and each provider's client key. */
+  usersFileField?: string;
+  providerKeyFiles?: Array<{ field: string; path: string }>;
   /** Only with a Redis store: the in-memory store never journals. */
   journalDir?: string;
   /** The public listener's certificate, key and client CAs (`server.tls`). */
@@ -163,6 +166,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   if (keysFile) files.keysFile = resolvePath(options.baseDir, keysFile);
   const privateKeyFile = stringAt(merged, 'identity', 'privateKeyFile');
   if (privateKeyFile) files.privateKeyFile = resolvePath(options.baseDir, privateKeyFile);
+  if (stringAt(merged, 'identity', 'provider') === 'several') severalProviderFiles(valueAt(merged, ['identity', 'providers']), options.baseDir, files);
   const tlsFile = (...path: string[]) => {
     const value = valueAt(merged, ['server', 'tls', ...path]);
     return typeof value === 'string' && value !== '' ? resolvePath(options.baseDir, value) : undefined;
@@ -187,6 +191,13 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
   const config = result.data;
   if (config.identity.provider === 'local') config.identity.usersFile = files.usersFile!;
   if (config.identity.provider === 'oidc' && files.privateKeyFile) config.identity.privateKeyFile = files.privateKeyFile;
+  // Several providers: each one's files are relative to the config file too.
+  if (config.identity.provider === 'several') {
+    for (const entry of config.identity.providers) {
+      if (entry.type === 'local') entry.usersFile = resolvePath(options.baseDir, entry.usersFile);
+      else if (entry.privateKeyFile !== undefined) entry.privateKeyFile = resolvePath(options.baseDir, entry.privateKeyFile);
+    }
+  }
   if (files.keysFile !== undefined) config.tokens.keysFile = files.keysFile;
   else delete config.tokens.keysFile;
   config.requests.journalDir = resolvePath(options.baseDir, config.requests.journalDir);
@@ -254,4 +265,19 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/** With several providers: the local one's users file and each one's client key, as the environment check reads them. */
+function severalProviderFiles(providers: unknown, baseDir: string, files: ConfiguredFiles): void {
+  if (!Array.isArray(providers)) return;
+  files.providerKeyFiles = [];
+  providers.forEach((entry: unknown, index) => {
+    const at = `identity.providers[${index}]`;
+    const { type, usersFile, usersIn, privateKeyFile } = (entry ?? {}) as Record<string, unknown>;
+    if (type === 'local' && typeof usersFile === 'string' && usersFile !== '') {
+      Object.assign(files, { usersFile: resolvePath(baseDir, usersFile), usersFileField: `${at}.usersFile`, usersFileSeedsStore: usersIn === 'store' });
+    }
+    if (typeof privateKeyFile === 'string' && privateKeyFile !== '')
+      files.providerKeyFiles!.push({ field: `${at}.privateKeyFile`, path: resolvePath(baseDir, privateKeyFile) });
+  });
 }

@@ -4,6 +4,7 @@
 // store, the head's deadline fits in the request's. Pure functions of the
 // parsed value, run by the schema.
 import type { z } from 'zod';
+import { signsOwnTokens } from './providers-schema.js';
 
 type Issues = z.core.$ZodRawIssue[];
 
@@ -60,45 +61,55 @@ export function checkRouteRules(
 }
 
 interface ProviderCredentials {
-  provider: string;
   clientAuth?: string;
   clientSecret?: string | undefined;
   privateKeyFile?: string | undefined;
 }
 
-/** Each way of authenticating at the provider needs its own credential, and only it. */
-export function checkProviderCredentials(identity: ProviderCredentials, issues: Issues): void {
-  if (identity.provider !== 'oidc') return;
-  const needsKey = identity.clientAuth === 'private_key_jwt';
-  if (needsKey && identity.privateKeyFile === undefined) {
-    issues.push({ code: 'custom', path: ['identity', 'privateKeyFile'], message: "private_key_jwt needs the client's private key file", input: undefined });
-  }
-  if (!needsKey && identity.clientSecret === undefined) {
-    issues.push({
-      code: 'custom',
-      path: ['identity', 'clientSecret'],
-      message: `${identity.clientAuth} needs the client secret (or env GATEHOUSE_OIDC_CLIENT_SECRET)`,
-      input: undefined,
-    });
+/** The identity section's providers with where each sits: the section itself, or each of `providers` (`several`). */
+interface IdentitySection {
+  provider: string;
+  providers?: ReadonlyArray<{ type: string }>;
+}
+
+function providersOf<T>(identity: IdentitySection, kind: 'local' | 'oidc'): Array<{ entry: T; at: Array<string | number> }> {
+  if (identity.provider === kind) return [{ entry: identity as T, at: ['identity'] }];
+  if (identity.provider !== 'several') return [];
+  return identity.providers!.flatMap((entry, index) => (entry.type === kind ? [{ entry: entry as T, at: ['identity', 'providers', index] }] : []));
+}
+
+/** Each way of authenticating at a provider needs its own credential, and only it. */
+export function checkProviderCredentials(identity: IdentitySection, issues: Issues): void {
+  for (const { entry, at } of providersOf<ProviderCredentials>(identity, 'oidc')) {
+    const needsKey = entry.clientAuth === 'private_key_jwt';
+    if (needsKey && entry.privateKeyFile === undefined) {
+      issues.push({ code: 'custom', path: [...at, 'privateKeyFile'], message: "private_key_jwt needs the client's private key file", input: undefined });
+    }
+    if (!needsKey && entry.clientSecret === undefined) {
+      const fromEnv = at.length === 1 ? ' (or env GATEHOUSE_OIDC_CLIENT_SECRET)' : '';
+      issues.push({ code: 'custom', path: [...at, 'clientSecret'], message: `${entry.clientAuth} needs the client secret${fromEnv}`, input: undefined });
+    }
   }
 }
 
 /** Users held in the store need one that is shared: Redis. */
-export function checkUsersStore(identity: { provider: string; usersIn?: string }, store: { url?: string | undefined }, issues: Issues): void {
-  if (identity.provider !== 'local' || identity.usersIn !== 'store' || store.url) return;
-  issues.push({
-    code: 'custom',
-    path: ['identity', 'usersIn'],
-    message: 'store needs store.url (Redis): the in-memory store is not shared, and would lose the users at every restart',
-    input: identity.usersIn,
-  });
+export function checkUsersStore(identity: IdentitySection, store: { url?: string | undefined }, issues: Issues): void {
+  for (const { entry, at } of providersOf<{ usersIn?: string }>(identity, 'local')) {
+    if (entry.usersIn !== 'store' || store.url) continue;
+    issues.push({
+      code: 'custom',
+      path: [...at, 'usersIn'],
+      message: 'store needs store.url (Redis): the in-memory store is not shared, and would lose the users at every restart',
+      input: entry.usersIn,
+    });
+  }
 }
 
 /** Local mode signs its own tokens and needs the keys file for it; a fronted provider (oidc) signs them itself. */
 export function checkKeysFile(config: unknown, issues: Issues): void {
   // Read defensively: run even when other fields failed, the value is as the file wrote it.
-  const { identity, tokens } = (config ?? {}) as { identity?: { provider?: unknown } | null; tokens?: unknown };
-  if (identity?.provider !== 'local' || (tokens !== undefined && (tokens === null || typeof tokens !== 'object'))) return;
+  const { identity, tokens } = (config ?? {}) as { identity?: { provider?: unknown; providers?: unknown } | null; tokens?: unknown };
+  if (!signsOwnTokens(identity) || (tokens !== undefined && (tokens === null || typeof tokens !== 'object'))) return;
   if ((tokens as { keysFile?: unknown } | undefined)?.keysFile === undefined) {
     // Worded by the loader from the field's own help (`tokens.keysFile is required: …`), as for any field left out.
     issues.push({ code: 'custom', path: ['tokens', 'keysFile'], message: 'is required in local mode', input: undefined });

@@ -120,6 +120,7 @@ export const DEFAULT_SESSION_HEADER = 'x-gatehouse-session';
 export const DEFAULT_TOKEN_TYPE_HEADER = 'x-gatehouse-token-type';
 export const DEFAULT_AUTH_METHOD_HEADER = 'x-gatehouse-auth-method';
 export const DEFAULT_KEY_THUMBPRINT_HEADER = 'x-gatehouse-dpop-jkt';
+export const DEFAULT_PROVIDER_HEADER = 'x-gatehouse-provider';
 
 /** The signed identity for backends (a route's `identityAssertion`): its header, and its longest life. */
 export const DEFAULT_ASSERTION_HEADER = 'x-gatehouse-assertion';

@@ -107,8 +107,3 @@ export const OidcIdentitySchema = z.strictObject({
   keySetRefetchCooldownS: nonNegativeInt.default(d.DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S),
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;
-
-/** Who the users are: Gatehouse's own users file (`local`), or an OpenID Provider it fronts (`oidc`); `provider` says which, and which fields apply. */
-export const IdentitySchema = z
-  .discriminatedUnion('provider', [LocalIdentitySchema, OidcIdentitySchema])
-  .meta(help('who the users are', '{provider: local, usersFile: ./users.yaml}'));

@@ -28,6 +28,8 @@ export function proxySchema(checks: ContentChecks) {
          * the request was sender-constrained. Absent for a plain bearer token.
          */
         keyThumbprint: headerName.default(d.DEFAULT_KEY_THUMBPRINT_HEADER),
+        /** With several identity providers (`identity.provider: several`): the name of the one the caller's token is of. */
+        provider: headerName.default(d.DEFAULT_PROVIDER_HEADER),
         /** The signed identity of routes with `identityAssertion` (a JWT the backend verifies); removed from every client request like the others. */
         assertion: headerName.default(d.DEFAULT_ASSERTION_HEADER),
       })

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { RoleNameSchema } from '../core/role-name.js';
 import * as d from './defaults.js';
 import { help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
+import { ProviderNameSchema } from './providers-schema.js';
 import { IdentityAssertionSchema, UpstreamTlsSchema } from './upstream-schema.js';
 
 /** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
@@ -117,6 +118,12 @@ export const RouteSchema = z.strictObject({
    * route are useless to whoever copies them. Has no effect with `auth: none`.
    */
   requireDpop: z.boolean().default(false),
+  /**
+   * With several identity providers (`identity.provider: several`): the
+   * providers whose tokens this route accepts, by name; a token of any other
+   * gets 401 with a `WWW-Authenticate` challenge. Absent: every provider's.
+   */
+  providers: z.array(ProviderNameSchema).min(1).optional(),
   /** TLS to the `https://` upstreams: CAs, SNI, a client certificate (mTLS), HTTP/2. Absent: `proxy.upstreamTls`, the system's CAs, the URL's host. */
   tls: UpstreamTlsSchema.optional(),
   /** Pass the client's `Authorization` header on to the upstream (else it is removed). */

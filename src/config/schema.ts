@@ -11,8 +11,8 @@ import { z } from 'zod';
 import { AuditSchema } from './audit-schema.js';
 import type { ContentChecks } from './content-check-hooks.js';
 import { checkHealthListener, checkKeysFile, checkProviderCredentials, checkRouteRules, checkServerLimits, checkUsersStore } from './cross-field-rules.js';
-import { IdentitySchema } from './identity-schema.js';
 import { SIGNING_ALGORITHMS, TokensSchema } from './tokens-schema.js';
+import { checkProviderIssuers, checkRouteProviders, IdentitySchema } from './providers-schema.js';
 import { checkRotationSecrets } from './rotation-rules.js';
 import { proxySchema } from './proxy-schema.js';
 import { RequestsSchema } from './requests-schema.js';
@@ -64,6 +64,8 @@ export function createConfigSchema(checks: ContentChecks) {
     .check((ctx) => checkHealthListener(ctx.value.server, ctx.value.admin, ctx.issues))
     .check((ctx) => checkRouteRules(ctx.value.routes, ctx.value.authorization, ctx.issues, ctx.value.server.tls?.clientCertificates !== undefined))
     .check((ctx) => checkProviderCredentials(ctx.value.identity, ctx.issues))
+    .check((ctx) => checkProviderIssuers(ctx.value.identity, ctx.value.tokens, ctx.issues))
+    .check((ctx) => checkRouteProviders(ctx.value.identity, ctx.value.routes, ctx.issues))
     .check((ctx) => checkRouteUpstreams(ctx.value.routes, ctx.value.identity, ctx.issues))
     .check((ctx) => checkServerLimits(ctx.value.server, ctx.value.store, ctx.issues))
     .check((ctx) => checkUsersStore(ctx.value.identity, ctx.value.store, ctx.issues))

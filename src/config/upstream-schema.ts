@@ -4,6 +4,7 @@
 // rules that weigh them against the rest of the config.
 import { z } from 'zod';
 import * as d from './defaults.js';
+import { signsOwnTokens } from './providers-schema.js';
 
 type Issues = z.core.$ZodRawIssue[];
 
@@ -85,7 +86,7 @@ export function checkRouteUpstreams(routes: readonly RouteUpstreams[], identity:
     if (route.auth === 'none') {
       issues.push({ code: 'custom', path: at, message: 'a public route (auth: none) has no caller to assert', input: route.identityAssertion });
     }
-    if (identity.provider !== 'local') {
+    if (!signsOwnTokens(identity)) {
       const message =
         "needs the gateway's own signing keys (identity.provider: local); fronting an OpenID Provider, forward its token instead (forwardAuthorization: true)";
       issues.push({ code: 'custom', path: at, message, input: route.identityAssertion });

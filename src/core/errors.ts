@@ -63,6 +63,8 @@ export const ERRORS = {
   // Load shedding (limits/load-shedder.ts): the event loop is late, and this request's work waits for a calmer moment (Retry-After).
   overloaded: { status: 503, message: 'The service is busy. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is overloaded' },
   // A fronted OpenID Provider failed: never 401, the user's password is not the problem.
+  // Several identity providers: a login named none of them.
+  unknown_identity_provider: { status: 400, message: 'No identity provider has this name.', oauthError: 'invalid_request', reason: 'unknown identity provider' },
   identity_provider_unreachable: { status: 502, message: 'The identity provider cannot be reached. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider unreachable' },
   identity_provider_invalid_response: { status: 502, message: 'The identity provider answered unexpectedly. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider answered garbage' },
   identity_provider_not_ready: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the identity provider keys are not held yet' },

@@ -28,4 +28,6 @@ export interface Principal {
    * carries one was admitted only with a proof of possession of that key.
    */
   confirmationThumbprint?: string;
+  /** With several identity providers: the name of the one whose token this is (`identity.providers[].name`); undefined with one. */
+  provider?: string | undefined;
 }

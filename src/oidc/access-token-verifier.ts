@@ -77,6 +77,11 @@ export class ProviderTokenVerifier {
     return this.#getKey;
   }
 
+  /** Whether the key set held now (nothing is fetched) has a key of this `kid`. */
+  holdsKey(kid: string): boolean {
+    return this.#keys.jwks()?.keys.some((key) => key.kid === kid) ?? false;
+  }
+
   get hasKeys(): boolean {
     return this.#keys.jwks() !== undefined;
   }

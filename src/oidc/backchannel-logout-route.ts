@@ -10,10 +10,10 @@ import { toGatehouseError } from '../http/error-response.js';
 import type { ClientAddress } from '../http/client-address.js';
 import { BACKCHANNEL_LOGOUT_PATH } from '../http/gateway-paths.js';
 import type { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
-import { LogoutTokenRefused, type BackchannelLogout } from './backchannel-logout.js';
+import { LogoutTokenRefused, type LogoutTokenReceiver } from './backchannel-logout.js';
 
 export interface BackchannelLogoutRouteOptions {
-  logout: BackchannelLogout;
+  logout: LogoutTokenReceiver;
   throttle: LogoutTokenThrottle;
   clientAddress: ClientAddress;
   bodyLimitBytes: number;

@@ -31,9 +31,16 @@ export interface BackchannelLogoutOptions {
   logger: Logger;
   /** Records each session the provider ended (audit/). */
   trail?: AuditRecorder;
+  /** Among several providers, this one's session prefix (provider-token-check.ts): its logout ends only its own sessions. */
+  sessionPrefix?: string;
 }
 
-export class BackchannelLogout {
+/** What the back-channel logout endpoint asks: one provider's check (below), or several providers' by issuer. */
+export interface LogoutTokenReceiver {
+  logout(logoutToken: string): Promise<{ sid: string; sub: string | undefined }>;
+}
+
+export class BackchannelLogout implements LogoutTokenReceiver {
   readonly #options: BackchannelLogoutOptions;
 
   constructor(options: BackchannelLogoutOptions) {
@@ -72,7 +79,7 @@ export class BackchannelLogout {
     if (!(await store.rememberLogoutToken(`${issuer}|${jti}`, (LOGOUT_TOKEN_MAX_AGE_S + 2 * clockToleranceS) * 1000))) {
       throw new LogoutTokenRefused('the logout token was used before');
     }
-    await store.endProviderSession(sid, Date.now() + endedSessionTtlS * 1000);
+    await store.endProviderSession((this.#options.sessionPrefix ?? '') + sid, Date.now() + endedSessionTtlS * 1000);
     logger.info({ event: 'backchannel_logout', sid, sub }, 'the provider ended a session');
     this.#options.trail?.record({
       kind: 'session.ended',

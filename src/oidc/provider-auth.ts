@@ -29,6 +29,8 @@ export interface ProviderAuthOptions {
   logger: Logger;
   /** How long an ended provider session is remembered: the longest a token of it can live (the provider's refresh-token lifetime). */
   endedSessionTtlS: number;
+  /** Told of every token set the provider hands out, before it is checked (several providers: where its opaque tokens came from). */
+  onTokens?: (tokens: TokenSet) => Promise<void>;
 }
 
 export class ProviderAuth implements Authentication {
@@ -50,6 +52,7 @@ export class ProviderAuth implements Authentication {
       {
         check: async () => {
           const tokens = await (await connection.connect()).client.login(username, password);
+          await this.#options.onTokens?.(tokens);
           return { tokens, who: await this.#admitted(tokens.access_token) };
         },
         start: async ({ tokens, who }) => ({ result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } }),
@@ -70,6 +73,7 @@ export class ProviderAuth implements Authentication {
       if (await store.providerSessionEnded(tokenSessionId(refreshToken)))
         throw gatehouseError('invalid_refresh_token', { cause: new TokenError(SESSION_ENDED) });
       const tokens = await (await connection.connect()).client.refresh(refreshToken);
+      await this.#options.onTokens?.(tokens);
       const who = await this.#admitted(tokens.access_token, 'invalid_refresh_token');
       return { result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } };
     });

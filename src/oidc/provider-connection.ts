@@ -64,6 +64,11 @@ export class ProviderConnection {
     return this.#connecting;
   }
 
+  /** Discovery and the verifier if held now, without any call to the provider. */
+  get held(): ProviderParts | undefined {
+    return this.#parts;
+  }
+
   /** Readiness: discovery done and the first key set held. */
   async ready(): Promise<void> {
     const { verifier } = await this.connect();

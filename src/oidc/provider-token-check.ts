@@ -28,6 +28,11 @@ export interface ProviderTokenCheckOptions {
   /** The roles of each provider session, as its newest token says. */
   sessionRoles: SessionRoles;
   now?: () => number;
+  /**
+   * Among several providers, this one's name: its principals carry it, and its
+   * session ids are prefixed with it, so no provider can name (and end) another's session.
+   */
+  provider?: string;
 }
 
 const NOT_ACTIVE = 'token not active at the provider';
@@ -39,9 +44,13 @@ export class ProviderTokenCheck implements TokenCheck {
   readonly #introspection: IntrospectionCache;
   readonly #now: () => number;
   readonly #sessionRoles: SessionRoles;
+  readonly #provider: string | undefined;
+  readonly #sessionPrefix: string;
 
   constructor(options: ProviderTokenCheckOptions) {
     const { connection, settings } = options;
+    this.#provider = options.provider;
+    this.#sessionPrefix = providerSessionPrefix(options.provider);
     this.#connection = connection;
     this.#store = options.store;
     this.#now = options.now ?? Date.now;
@@ -77,15 +86,15 @@ export class ProviderTokenCheck implements TokenCheck {
     const { verifier } = await this.#connection.connect();
     const verified = await verifier.verify(token);
     const { identity } = verified;
+    const session = verified.session === undefined ? undefined : this.#sessionPrefix + verified.session;
     // A token that names no provider session is its own: its roles are its own.
     const roles =
-      verified.session === undefined
+      session === undefined
         ? identity.roles
-        : await this.#stored(() =>
-            this.#sessionRoles.settle(verified.session!, identity.sub, { roles: identity.roles ?? [], issuedAtMs: verified.issuedAtMs ?? 0 }),
-          );
+        : await this.#stored(() => this.#sessionRoles.settle(session, identity.sub, { roles: identity.roles ?? [], issuedAtMs: verified.issuedAtMs ?? 0 }));
     return principal({
-      sid: verified.session ?? tokenSessionId(token),
+      provider: this.#provider,
+      sid: session ?? tokenSessionId(token),
       tokenType: 'Bearer',
       identity: { ...identity, roles },
       expiresAtMs: verified.expiresAtMs,
@@ -102,12 +111,12 @@ export class ProviderTokenCheck implements TokenCheck {
     const trustedUntilMs = Math.min(answer.exp === undefined ? Infinity : answer.exp * 1000, this.#now() + this.#intervalMs);
     // Most providers name no roles here: the session's, as its newest access token said, stand in.
     const observed = answer.roles === undefined ? undefined : { roles: answer.roles, issuedAtMs: (answer.iat ?? 0) * 1000 };
+    const session = answer.session === undefined ? undefined : this.#sessionPrefix + answer.session;
     const roles =
-      answer.session === undefined
-        ? (answer.roles ?? [])
-        : await this.#stored(() => this.#sessionRoles.settle(answer.session!, sub, observed, answer.roles ?? []));
+      session === undefined ? (answer.roles ?? []) : await this.#stored(() => this.#sessionRoles.settle(session, sub, observed, answer.roles ?? []));
     return principal({
-      sid: answer.session ?? tokenSessionId(token),
+      provider: this.#provider,
+      sid: session ?? tokenSessionId(token),
       tokenType: 'Refresh',
       identity: { sub, username: answer.username ?? sub, roles },
       expiresAtMs: trustedUntilMs,
@@ -133,6 +142,11 @@ export function tokenSessionId(token: string): string {
   return `token:${createHash('sha256').update(token).digest('base64url')}`;
 }
 
+/** How the sessions of the provider of this name are told apart from other providers' (none with one provider). */
+export function providerSessionPrefix(provider: string | undefined): string {
+  return provider === undefined ? '' : `${provider}:`;
+}
+
 /** A JWS signed with an asymmetric key: one the provider's key set can verify. Anything else goes to introspection. */
 function signedWithPublishedKey(token: string): boolean {
   try {
@@ -144,6 +158,7 @@ function signedWithPublishedKey(token: string): boolean {
 }
 
 interface PrincipalParts {
+  provider: string | undefined;
   sid: string;
   tokenType: Principal['tokenType'];
   identity: { sub: string; username: string; roles?: readonly string[] | undefined };
@@ -153,7 +168,7 @@ interface PrincipalParts {
   confirmationThumbprint?: string | undefined;
 }
 
-function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint }: PrincipalParts): Principal {
+function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint }: PrincipalParts): Principal {
   // The same shape as a local principal (token-check.ts), frozen likewise.
   return Object.freeze({
     sub: identity.sub,
@@ -171,5 +186,6 @@ function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmation
     scopes,
     readOnly: false,
     confirmationThumbprint,
+    provider,
   });
 }

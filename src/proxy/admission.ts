@@ -11,6 +11,7 @@
 // record instead of an object of its own, so a request allocates nothing here.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { RouteGuard } from './plug-ins.js';
+import { requireTrustedProvider } from './provider-trust.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
@@ -101,12 +102,14 @@ export class Admission {
     const method = req.method ?? 'GET';
     if (!(checked instanceof Promise)) {
       record.principal = checked;
+      requireTrustedProvider(route, checked);
       this.#authorization?.check(route, method, checked, req);
       return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
     }
     return checked.then(
       (principal) => {
         record.principal = principal;
+        requireTrustedProvider(route, principal);
         this.#authorization?.check(route, method, principal, req);
         return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
       },

@@ -21,6 +21,7 @@ export class IdentityHeaders {
   readonly #tokenType: string;
   readonly #authMethod: string;
   readonly #keyThumbprint: string;
+  readonly #provider: string;
   /** The names as backends read them (canonicalName): no client copy of these may pass. */
   readonly canonicalNames: readonly string[];
 
@@ -32,7 +33,8 @@ export class IdentityHeaders {
     this.#tokenType = names.tokenType.toLowerCase();
     this.#authMethod = names.authMethod.toLowerCase();
     this.#keyThumbprint = names.keyThumbprint.toLowerCase();
-    const identity = [this.#subject, this.#username, this.#session, this.#tokenType, this.#authMethod, this.#keyThumbprint];
+    this.#provider = names.provider.toLowerCase();
+    const identity = [this.#subject, this.#username, this.#session, this.#tokenType, this.#authMethod, this.#keyThumbprint, this.#provider];
     for (const name of identity) {
       const canonical = canonicalName(name);
       if (
@@ -61,5 +63,7 @@ export class IdentityHeaders {
     out[this.#authMethod] = AUTH_METHOD_VALUES[principal.method];
     // Only a sender-constrained request has one (the bearer check verified its proof); base64url, header-safe as it is.
     if (principal.confirmationThumbprint !== undefined) out[this.#keyThumbprint] = principal.confirmationThumbprint;
+    // Only with several providers: a provider name is header-safe as it is (providers-schema.ts).
+    if (principal.provider !== undefined) out[this.#provider] = principal.provider;
   }
 }

@@ -16,7 +16,7 @@ import type { ClientAddress } from '../http/client-address.js';
 import { errorHandler } from '../http/error-handler.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { LogoutTokenThrottle } from '../limits/logout-token-throttle.js';
-import type { BackchannelLogout } from '../oidc/backchannel-logout.js';
+import type { LogoutTokenReceiver } from '../oidc/backchannel-logout.js';
 import { backchannelLogoutRoute } from '../oidc/backchannel-logout-route.js';
 import type { SessionHoldings } from '../proxy/session-holdings.js';
 import type { RequestTracker } from '../async-requests/request-tracker.js';
@@ -41,7 +41,7 @@ export interface GatewayEndpointParts {
   /** The account page and API, when enabled (local mode). */
   account?: AccountService | undefined;
   /** A fronted provider's back-channel logout (oidc mode). */
-  backchannelLogout?: BackchannelLogout | undefined;
+  backchannelLogout?: LogoutTokenReceiver | undefined;
   /** Refused logout tokens per address, with `backchannelLogout`. */
   logoutTokenThrottle?: LogoutTokenThrottle | undefined;
 }
@@ -62,6 +62,7 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     await app.register(wellKnownRoutes, { keys: parts.keys, tokens: config.tokens });
     await app.register(tokenEndpoint, {
       auth: parts.tokenService,
+      logins: parts.auth,
       bodyLimitBytes,
       clients: config.tokens.clients,
       issuer: canonicalIssuer(config.tokens.issuer),

@@ -30,6 +30,8 @@ export interface IdentityAssertionClaims {
   scope?: string;
   /** RFC 7800 / RFC 9449: the DPoP key the caller proved it holds. */
   cnf?: { jkt: string };
+  /** With several identity providers: the name of the one the caller came from. */
+  idp?: string;
   iat: number;
   exp: number;
 }
@@ -83,6 +85,7 @@ export class IdentityAssertions {
       roles: [...principal.roles],
       ...(principal.scopes !== undefined && { scope: principal.scopes.join(' ') }),
       ...(principal.confirmationThumbprint !== undefined && { cnf: { jkt: principal.confirmationThumbprint } }),
+      ...(principal.provider !== undefined && { idp: principal.provider }),
       iat,
       exp: iat + lifetimeS,
     };

@@ -309,6 +309,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         readOnly: false,
         // A plain bearer token: bound to no key, and the one object shape says so.
         confirmationThumbprint: undefined,
+        // One provider: none named.
+        provider: undefined,
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });

@@ -19,20 +19,26 @@ import { freePort } from '../helpers/ports.js';
 const validate = (raw: unknown, env: NodeJS.ProcessEnv = {}) => validateConfig(raw, { baseDir: '/srv/gatehouse', env });
 
 /** A config in which every optional parent of a required field is present, so each required field can be left out alone. */
-function fullConfig(provider: 'local' | 'oidc', secretHash: string): Record<string, unknown> {
+function fullConfig(provider: 'local' | 'oidc' | 'several', secretHash: string): Record<string, unknown> {
   // A fresh object each time: structuredClone keeps shared references shared.
   const origins = () => ({ allowedOrigins: ['https://app.example.com'] });
+  const oidc = { issuer: 'https://login.example.com', clientId: 'gatehouse', clientSecret: 'secret' };
+  const identities = {
+    local: { provider: 'local', usersFile: './users.yaml' },
+    oidc: { provider: 'oidc', ...oidc },
+    several: { provider: 'several', providers: [{ name: 'staff', type: 'oidc', ...oidc }] },
+  };
   return {
-    identity:
-      provider === 'local'
-        ? { provider: 'local', usersFile: './users.yaml' }
-        : { provider: 'oidc', issuer: 'https://login.example.com', clientId: 'gatehouse', clientSecret: 'secret' },
+    identity: identities[provider],
     tokens: { keysFile: './keys.json', clients: [{ id: 'orders', secretHash }] },
     server: { tls: { certFile: './tls.crt', keyFile: './tls.key', clientCertificates: { caFile: './clients-ca.crt' } } },
     cors: origins(),
     routes: [{ prefix: '/orders', upstreams: ['http://127.0.0.1:3000'], rateLimit: { points: 10, durationS: 60 }, cors: origins() }],
   };
 }
+
+/** The base config of each identity variant of the reference. */
+const VARIANTS: Record<string, 'oidc' | 'several' | undefined> = { 'provider: oidc': 'oidc', 'provider: several': 'several' };
 
 /** `routes[].prefix` → ['routes', 0, 'prefix']. */
 function pathOf(field: string): Array<string | number> {
@@ -58,9 +64,7 @@ describe('a required field left out', () => {
     const required = sections.flatMap((section) => [
       ...section.rows.filter((row) => row.required).map((row) => ({ field: row.path, provider: 'local' as const })),
       ...section.variants.flatMap((variant) =>
-        variant.rows
-          .filter((row) => row.required)
-          .map((row) => ({ field: row.path, provider: variant.name === 'provider: oidc' ? ('oidc' as const) : ('local' as const) })),
+        variant.rows.filter((row) => row.required).map((row) => ({ field: row.path, provider: VARIANTS[variant.name] ?? ('local' as const) })),
       ),
     ]);
     // The reference's required fields, so that a new one is judged here too.

@@ -78,6 +78,16 @@ export interface StartOptions {
   verifyPassword?: PasswordVerifier;
 }
 
+type IdentityOverride = { provider?: string; providers?: Array<Record<string, unknown>> } & Record<string, unknown>;
+
+function identitySection(identity: IdentityOverride | undefined, usersFile: string): unknown {
+  if (identity?.provider === 'oidc') return identity;
+  if (identity?.provider === 'several') {
+    return { ...identity, providers: identity.providers?.map((entry) => (entry.type === 'local' ? { usersFile, ...entry } : entry)) };
+  }
+  return { provider: 'local', usersFile, ...identity };
+}
+
 export async function startTestGateway(options: StartOptions = {}): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'gatehouse-test-'));
   const usersFile = join(dir, 'users.yaml');
@@ -89,11 +99,8 @@ export async function startTestGateway(options: StartOptions = {}): Promise<Test
     admin: { host: '127.0.0.1', port: 0, ...overrides.admin },
     log: { level: 'trace', ...overrides.log },
     store: { ...overrides.store },
-    // A fronted provider's section stands alone: it has no users file.
-    identity:
-      (overrides.identity as { provider?: string } | undefined)?.provider === 'oidc'
-        ? overrides.identity
-        : { provider: 'local', usersFile, ...overrides.identity },
+    // A fronted provider's section stands alone: it has no users file; among several, the local entry gets this one.
+    identity: identitySection(overrides.identity as IdentityOverride | undefined, usersFile),
     tokens: { issuer: `http://127.0.0.1:${port || 8080}`, keysFile: join(dir, 'keys.json'), ...overrides.tokens },
     proxy: { ...overrides.proxy },
     requests: { ...overrides.requests },

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWTPayload } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import Provider, { errors, type KoaContextWithOIDC } from 'oidc-provider';
 
 export const TEST_RESOURCE = 'https://api.gatehouse.test';
@@ -36,7 +36,7 @@ export interface TestOpenIdProvider {
    */
   logout(sub: string, sid: string): Promise<void>;
   /** Signs any claims with the provider's current signing key (tests of tokens the provider would never issue). */
-  sign(claims: JWTPayload): Promise<string>;
+  sign(claims: JWTPayload, header?: Partial<JWTHeaderParameters>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -54,6 +54,8 @@ export interface TestProviderOptions {
   privateKeyJwtClient?: { clientId: string; publicJwk: Record<string, unknown> };
   /** Turns on Back-Channel Logout 1.0 and registers this URI as the test client's (its logout tokens carry `sid`). */
   backchannelLogoutUri?: string;
+  /** Opaque access tokens: the gateway can check them only at the introspection endpoint. */
+  opaqueAccessTokens?: boolean;
 }
 
 export async function startOpenIdProvider(users: Record<string, TestUser>, options: TestProviderOptions = {}): Promise<TestOpenIdProvider> {
@@ -83,8 +85,8 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
       const client = await clients.find(TEST_CLIENT.clientId);
       await client.backchannelLogout(sub, sid);
     },
-    sign: async (claims) =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid as string, typ: 'logout+jwt' }).sign(await importJWK(key, 'RS256')),
+    sign: async (claims, header) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid as string, typ: 'logout+jwt', ...header }).sign(await importJWK(key, 'RS256')),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -103,6 +105,7 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
 
 async function buildProvider(issuer: string, users: Record<string, TestUser>, options: TestProviderOptions, key: Record<string, unknown>): Promise<Provider> {
   const { accessTokenTtlS = 300, privateKeyJwtClient, backchannelLogoutUri } = options;
+  const accessTokenFormat = options.opaqueAccessTokens ? 'opaque' : 'jwt';
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -144,7 +147,7 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx: unknown, resource: string) => {
           if (resource !== TEST_RESOURCE) throw new errors.InvalidTarget();
-          return { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat: 'jwt', accessTokenTTL: accessTokenTtlS };
+          return { scope: 'api', audience: TEST_RESOURCE, accessTokenFormat, accessTokenTTL: accessTokenTtlS };
         },
       },
     },
@@ -174,7 +177,7 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
       const resourceServer = new provider.ResourceServer(TEST_RESOURCE, {
         scope: 'api',
         audience: TEST_RESOURCE,
-        accessTokenFormat: 'jwt',
+        accessTokenFormat,
         accessTokenTTL: accessTokenTtlS,
       });
       const sid = randomUUID();

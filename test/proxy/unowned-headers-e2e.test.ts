@@ -105,6 +105,7 @@ describe('proxy.allowClientHeaders', () => {
     tokenType: 'x-gatehouse-token-type',
     authMethod: 'x-gatehouse-auth-method',
     keyThumbprint: 'x-gatehouse-dpop-jkt',
+    provider: 'x-gatehouse-provider',
     assertion: 'x-gatehouse-assertion',
   };
   const policy = (allowClientHeaders: string[]) => new HeaderPolicy({ identityHeaders, clientAddress: compileClientAddress([]), allowClientHeaders });

@@ -30,6 +30,7 @@ const IDENTITY: IdentityHeaderNames = {
   tokenType: 'x-gatehouse-token-type',
   authMethod: 'x-gatehouse-auth-method',
   keyThumbprint: 'x-gatehouse-dpop-jkt',
+  provider: 'x-gatehouse-provider',
   assertion: 'x-gatehouse-assertion',
 };
 
@@ -289,6 +290,7 @@ describe('identity headers', () => {
         tokenType: 'X-Auth-Token-Type',
         authMethod: 'X-Auth-Method',
         keyThumbprint: 'X-Auth-Key-Thumbprint',
+        provider: 'X-Auth-Provider',
         assertion: 'X-Auth-Assertion',
       },
       clientAddress: NO_PROXIES,
