@@ -36,6 +36,7 @@ import { floodDefences } from './limits/flood-defences.js';
 import type { LoadShedder } from './limits/load-shedder.js';
 import { LimiterFactory } from './limits/limiters.js';
 import { RouteLimits } from './limits/route-limits.js';
+import { routeQuotasFor } from './limits/quotas/route-quotas-setup.js';
 import { createLogger } from './observability/logger.js';
 import { refusedConnections } from './limits/connection-limits.js';
 import { Metrics } from './observability/metrics.js';
@@ -162,6 +163,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     headers,
     clientAddress,
     limits: new RouteLimits(limiters, metrics),
+    quotas: routeQuotasFor(config, store, metrics, logger),
     abuse,
     authorization: new RouteAuthorization(identity),
   });

@@ -63,6 +63,7 @@ export class SessionTokenCheck implements TokenCheck {
       readOnly: claims.ro === true,
       // Always present too (undefined for a plain bearer token), for the same one shape.
       confirmationThumbprint: claims.cnf?.jkt,
+      claims: claims as unknown as Readonly<Record<string, unknown>>,
     });
   }
 }

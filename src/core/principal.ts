@@ -28,4 +28,6 @@ export interface Principal {
    * carries one was admitted only with a proof of possession of that key.
    */
   confirmationThumbprint?: string;
+  /** The token's claims as verified (quotas key on them: `tenant`, `plan`); undefined where the mode keeps none. */
+  claims?: Readonly<Record<string, unknown>> | undefined;
 }

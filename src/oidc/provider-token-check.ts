@@ -171,5 +171,6 @@ function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmation
     scopes,
     readOnly: false,
     confirmationThumbprint,
+    claims: undefined,
   });
 }

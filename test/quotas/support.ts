@@ -1,0 +1,39 @@
+// What the quota tests share: the users of three plans and two tenants, a
+// route with a per-subject rate, a per-tenant daily quota and tiers by role,
+// and reading the RateLimit fields with a structured-field parser.
+import { parseList, type Item } from 'structured-headers';
+import { login, type TestUser } from '../helpers/gateway.js';
+
+export const PLAN_USERS: TestUser[] = [
+  { name: 'fran', password: 'fran-password-1', roles: ['free'], groups: ['acme'] },
+  { name: 'fred', password: 'fred-password-1', roles: ['free'], groups: ['acme'] },
+  { name: 'paula', password: 'paula-password-1', roles: ['pro'], groups: ['globex'] },
+  { name: 'ivan', password: 'ivan-password-1', roles: ['internal'], groups: ['globex'] },
+];
+
+export async function bearerOf(url: string, name: string): Promise<Record<string, string>> {
+  const user = PLAN_USERS.find((u) => u.name === name)!;
+  return { authorization: `Bearer ${(await login(url, user.name, user.password)).access_token}` };
+}
+
+export interface FieldItem {
+  name: string;
+  params: Record<string, unknown>;
+}
+
+/** A RateLimit or RateLimit-Policy field, parsed as the draft says (a List of Items named by Strings); throws when it is not one. */
+export function parseRateLimitField(value: string | null): FieldItem[] {
+  if (value === null) throw new Error('the field is absent');
+  return parseList(value).map((member) => {
+    const [name, params] = member as Item;
+    if (typeof name !== 'string') throw new Error(`an item that is not a String: ${String(name)}`);
+    return { name, params: Object.fromEntries(params) };
+  });
+}
+
+/** `name`'s parameters in a parsed field. */
+export function paramsOf(items: FieldItem[], name: string): Record<string, unknown> {
+  const item = items.find((i) => i.name === name);
+  if (item === undefined) throw new Error(`no item ${name} in ${JSON.stringify(items)}`);
+  return item.params;
+}
