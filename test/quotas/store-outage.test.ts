@@ -1,0 +1,64 @@
+// Through a Redis outage each limit does what it says: `whenStoreDown: open`
+// lets requests through uncounted, `closed` answers 503; both are counted in
+// metrics, and counting resumes once Redis is back.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expectDiagnoses } from '../helpers/diagnoses.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
+import { bearerOf, PLAN_USERS } from './support.js';
+
+const quota = (whenStoreDown: string) => [{ name: 'per-minute', by: 'subject', per: 'minute', limit: 100, whenStoreDown }];
+
+let redis: RedisServerHandle;
+let upstream: Upstream;
+let gw: TestGateway;
+beforeAll(async () => {
+  [redis, upstream] = await Promise.all([startRedisServer(), startUpstream()]);
+  gw = await startTestGateway({
+    users: PLAN_USERS,
+    config: {
+      store: { url: redis.url, keyPrefix: uniquePrefix() },
+      routes: [
+        { name: 'fails-open', prefix: '/open', upstreams: [upstream.url], quotas: quota('open') },
+        { name: 'fails-closed', prefix: '/closed', upstreams: [upstream.url], quotas: quota('closed') },
+      ],
+    },
+  });
+});
+afterAll(async () => {
+  await gw.close();
+  await Promise.all([upstream.close(), redis.close()]);
+});
+
+it('fails open or closed per limit while Redis is down, counts both, and counts again once it is back', async () => {
+  const fran = await bearerOf(gw.url, 'fran');
+  const call = (path: string) => fetch(`${gw.url}${path}`, { headers: fran });
+  // The token is checked (and cached) while Redis answers.
+  expect((await call('/open/x')).headers.get('ratelimit')).toBe('"per-minute";r=99;t=1');
+  expect((await call('/closed/x')).status).toBe(200);
+
+  await redis.stop();
+  const open = await call('/open/x');
+  expect(open.status).toBe(200);
+  expect(open.headers.get('ratelimit')).toBeNull();
+  const closed = await call('/closed/x');
+  expectDiagnoses(closed.status, await closed.text(), 503, /^503 \(Service Unavailable\) - temporarily_unavailable: /);
+  expect(Number(closed.headers.get('retry-after'))).toBeGreaterThan(0);
+  const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  expect(metrics).toMatch(/gatehouse_quota_store_failures_total\{route="fails-open",limit="per-minute",outcome="open"\} 1/);
+  expect(metrics).toMatch(/gatehouse_quota_store_failures_total\{route="fails-closed",limit="per-minute",outcome="closed"\} 1/);
+
+  await redis.start();
+  // The store reconnects on its own schedule: ask until it answers (the test's timeout bounds the wait).
+  let status = 0;
+  while (status !== 200) {
+    const answer = await call('/closed/x');
+    await answer.arrayBuffer();
+    status = answer.status;
+    if (status !== 200) await sleep(100);
+  }
+  // Redis came back empty (nothing persisted): the count starts again.
+  expect((await call('/open/x')).headers.get('ratelimit')).toBe('"per-minute";r=99;t=1');
+}, 60_000);
