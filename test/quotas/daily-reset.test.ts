@@ -2,34 +2,24 @@
 // UTC's, on a real Redis: the clock is faked (Date only), the counting and its
 // keys are real. Paris is UTC+1 and New York UTC-5 on the chosen day.
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
-import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { bearerOf, paramsOf, parseRateLimitField, PLAN_USERS } from './support.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { bearerOf, paramsOf, parseRateLimitField, startOnRedis, type RedisGateway } from './support.js';
 
 const daily = (timeZone: string) => [{ name: 'daily', by: 'subject', per: 'day', limit: 3, timeZone }];
 
-let redis: RedisServerHandle;
-let upstream: Upstream;
 let gw: TestGateway;
+let running: RedisGateway;
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] });
   vi.setSystemTime(new Date('2031-01-15T22:59:00Z'));
-  [redis, upstream] = await Promise.all([startRedisServer(), startUpstream()]);
-  gw = await startTestGateway({
-    users: PLAN_USERS,
-    config: {
-      store: { url: redis.url, keyPrefix: uniquePrefix() },
-      routes: [
-        { name: 'paris', prefix: '/paris', upstreams: [upstream.url], quotas: daily('Europe/Paris') },
-        { name: 'new-york', prefix: '/new-york', upstreams: [upstream.url], quotas: daily('America/New_York') },
-      ],
-    },
-  });
+  running = await startOnRedis((upstream) => [
+    { name: 'paris', prefix: '/paris', upstreams: [upstream], quotas: daily('Europe/Paris') },
+    { name: 'new-york', prefix: '/new-york', upstreams: [upstream], quotas: daily('America/New_York') },
+  ]);
+  gw = running.gw;
 });
 afterAll(async () => {
-  await gw.close();
-  await Promise.all([upstream.close(), redis.close()]);
+  await running.close();
   vi.useRealTimers();
 });
 

@@ -4,35 +4,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
-import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { bearerOf, PLAN_USERS } from './support.js';
+import { bearerOf, startOnRedis, type RedisGateway } from './support.js';
 
 const quota = (whenStoreDown: string) => [{ name: 'per-minute', by: 'subject', per: 'minute', limit: 100, whenStoreDown }];
 
-let redis: RedisServerHandle;
-let upstream: Upstream;
-let gw: TestGateway;
+let running: RedisGateway;
 beforeAll(async () => {
-  [redis, upstream] = await Promise.all([startRedisServer(), startUpstream()]);
-  gw = await startTestGateway({
-    users: PLAN_USERS,
-    config: {
-      store: { url: redis.url, keyPrefix: uniquePrefix() },
-      routes: [
-        { name: 'fails-open', prefix: '/open', upstreams: [upstream.url], quotas: quota('open') },
-        { name: 'fails-closed', prefix: '/closed', upstreams: [upstream.url], quotas: quota('closed') },
-      ],
-    },
-  });
+  running = await startOnRedis((upstream) => [
+    { name: 'fails-open', prefix: '/open', upstreams: [upstream], quotas: quota('open') },
+    { name: 'fails-closed', prefix: '/closed', upstreams: [upstream], quotas: quota('closed') },
+  ]);
 });
-afterAll(async () => {
-  await gw.close();
-  await Promise.all([upstream.close(), redis.close()]);
-});
+afterAll(() => running.close());
 
 it('fails open or closed per limit while Redis is down, counts both, and counts again once it is back', async () => {
+  const { gw, redis } = running;
   const fran = await bearerOf(gw.url, 'fran');
   const call = (path: string) => fetch(`${gw.url}${path}`, { headers: fran });
   // The token is checked (and cached) while Redis answers.

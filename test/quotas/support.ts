@@ -2,7 +2,9 @@
 // route with a per-subject rate, a per-tenant daily quota and tiers by role,
 // and reading the RateLimit fields with a structured-field parser.
 import { parseList, type Item } from 'structured-headers';
-import { login, type TestUser } from '../helpers/gateway.js';
+import { login, startTestGateway, type TestGateway, type TestUser } from '../helpers/gateway.js';
+import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
+import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 export const PLAN_USERS: TestUser[] = [
   { name: 'fran', password: 'fran-password-1', roles: ['free'], groups: ['acme'] },
@@ -36,4 +38,26 @@ export function paramsOf(items: FieldItem[], name: string): Record<string, unkno
   const item = items.find((i) => i.name === name);
   if (item === undefined) throw new Error(`no item ${name} in ${JSON.stringify(items)}`);
   return item.params;
+}
+
+export interface RedisGateway {
+  redis: RedisServerHandle;
+  upstream: Upstream;
+  gw: TestGateway;
+  close(): Promise<void>;
+}
+
+/** One gateway with the plan users on a redis-server of its own, its routes (given the upstream's URL) going to one echo upstream. */
+export async function startOnRedis(routes: (upstream: string) => unknown[]): Promise<RedisGateway> {
+  const [redis, upstream] = await Promise.all([startRedisServer(), startUpstream()]);
+  const gw = await startTestGateway({ users: PLAN_USERS, config: { store: { url: redis.url, keyPrefix: uniquePrefix() }, routes: routes(upstream.url) } });
+  return {
+    redis,
+    upstream,
+    gw,
+    async close() {
+      await gw.close();
+      await Promise.all([upstream.close(), redis.close()]);
+    },
+  };
 }
