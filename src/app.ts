@@ -147,7 +147,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const { identity, auth, bearer } = mode;
   const requests = await openRequestTracker(config, store, metrics, logger);
   const capture = new AsyncCapture({ tracker: requests, metrics, logger, retryAfterS: config.requests.retryAfterS });
-
   const registry = new TargetRegistry();
   let routes = ProxyRoutes.compile(config.routes, config.proxy, registry);
   // Upstream host names are looked up once, not per connection on the thread pool password hashing holds.
@@ -156,6 +155,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   // The client's address, one reading for limits, throttling, logs and the X-Forwarded-For sent upstream.
   const clientAddress = compileClientAddress(config.server.trustedProxies);
   const headers = headerPolicyFor(config, keys, clientAddress);
+  const quotas = routeQuotasFor(config, store, metrics, logger);
   // One admission step for HTTP and WebSocket alike.
   const admission = new Admission({
     routes: () => routes,
@@ -163,7 +163,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     headers,
     clientAddress,
     limits: new RouteLimits(limiters, metrics),
-    quotas: routeQuotasFor(config, store, metrics, logger),
+    quotas,
     abuse,
     authorization: new RouteAuthorization(identity),
   });
@@ -226,6 +226,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     reconciler,
     tokenService: mode.local?.service,
     account,
+    ownLimits: (principal) => quotas.usageOf(routes.table.routes, principal),
     backchannelLogout: mode.backchannelLogout,
   });
   const reloader = options.configFile
@@ -240,7 +241,6 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
       })
     : undefined;
   reloader?.watch();
-
   const health = healthOptions({ store, drain, keys, logger, publicApp: app, identityReady: mode.ready, usersLoss: mode.usersLoss, agreement, load });
   const admin = await adminListener(config, logger, { metrics, requests, health });
   // Health on the public listener too, or on one of its own (`server.health.on`).

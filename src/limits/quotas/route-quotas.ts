@@ -18,6 +18,7 @@ import { storeUnavailable } from '../../store/store-unavailable.js';
 import { consumerOf, tierOf, type Tier } from './consumers.js';
 import { QuotaMetrics } from './quota-metrics.js';
 import { QuotaLimit, type Weighing } from './quota-limit.js';
+import { readUsage, type LimitUsage } from './quota-usage.js';
 import { rateLimitFields, type LimitState, type RateLimitFields } from './ratelimit-headers.js';
 
 /** One limit's verdict on one request. */
@@ -62,6 +63,16 @@ export class RouteQuotas {
       this.#limits.set(route.config, limits);
     }
     return limits;
+  }
+
+  /** Where `principal` stands in every limit of `routes` that counts it (not those by address): for the account API. */
+  usageOf(routes: readonly CompiledRoute[], principal: Principal): Promise<LimitUsage[]> {
+    const queries = routes
+      .filter((route) => route.config.auth === 'required')
+      .flatMap((route) => this.limitsOf(route))
+      .filter((limit) => limit.config.by !== 'address')
+      .map((limit) => ({ limit, consumer: consumerOf(limit.config.by, principal, ''), tier: tierOf(limit.config, principal) }));
+    return readUsage(this.#counters, queries, this.#now());
   }
 
   /**
