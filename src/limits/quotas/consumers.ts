@@ -17,16 +17,21 @@ export function claimValues(principal: Principal, claim: string): readonly strin
   return [];
 }
 
+/** The consumer named by its kind (`sub`, `key`, `address`, or a claim's name) and its value, as a counter's hash tag holds it. */
+export function consumerKey(kind: string, value: string): string {
+  return `${kind}:${escapeTag(value)}`;
+}
+
 /** The consumer a limit keyed `by` counts this caller as. An anonymous caller is its address, whatever `by` says. */
 export function consumerOf(by: string, principal: Principal | null, address: string): string {
-  if (principal === null || by === 'address') return `address:${escapeTag(address)}`;
-  if (by === 'apiKey' && principal.apiKeyId !== undefined) return `key:${escapeTag(principal.apiKeyId)}`;
+  if (principal === null || by === 'address') return consumerKey('address', address);
+  if (by === 'apiKey' && principal.apiKeyId !== undefined) return consumerKey('key', principal.apiKeyId);
   if (by.startsWith('claim:')) {
     const claim = by.slice('claim:'.length);
     const value = claimValues(principal, claim)[0];
-    if (value !== undefined) return `${claim}:${escapeTag(value)}`;
+    if (value !== undefined) return consumerKey(claim, value);
   }
-  return `sub:${escapeTag(principal.sub)}`;
+  return consumerKey('sub', principal.sub);
 }
 
 export interface Tier {
