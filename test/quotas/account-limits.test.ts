@@ -3,7 +3,7 @@
 // hold them, sized by the caller's tier, a tenant's budget with its members' use.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../helpers/browser.js';
-import { bearerOf, PLAN_USERS, startOnRedis, type RedisGateway } from './support.js';
+import { bearerOf, PLAN_USERS, startOnRedis, useQuota, type RedisGateway } from './support.js';
 
 let running: RedisGateway;
 let browser: TestBrowser;
@@ -28,10 +28,7 @@ afterAll(async () => {
   await running?.close();
 });
 
-async function use(name: string, times: number): Promise<void> {
-  const headers = await bearerOf(running.gw.url, name);
-  for (let i = 0; i < times; i++) expect((await fetch(`${running.gw.url}/api/x`, { headers })).status).toBe(200);
-}
+const use = (name: string, times: number) => useQuota(running.gw, name, times);
 
 describe("the caller's own limits", () => {
   it('are in the account API, as counted, sized by tier; limits by address are not the caller’s', async () => {

@@ -61,3 +61,13 @@ export async function startOnRedis(routes: (upstream: string) => unknown[]): Pro
     },
   };
 }
+
+/** `times` requests of user `name` through `gw` on `path`, each of which must be let through. */
+export async function useQuota(gw: TestGateway, name: string, times: number, path = '/api/x'): Promise<void> {
+  const headers = await bearerOf(gw.url, name);
+  for (let i = 0; i < times; i++) {
+    const response = await fetch(`${gw.url}${path}`, { headers });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`request ${i + 1} of ${name} got ${response.status}`);
+  }
+}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { runGatehouse } from '../helpers/cli.js';
 import { jwtPayload, login } from '../helpers/gateway.js';
-import { bearerOf, startOnRedis, type RedisGateway } from './support.js';
+import { startOnRedis, useQuota, type RedisGateway } from './support.js';
 
 let running: RedisGateway;
 let configFile: string;
@@ -38,10 +38,7 @@ beforeAll(async () => {
 });
 afterAll(() => running.close());
 
-async function use(name: string, times: number): Promise<void> {
-  const headers = await bearerOf(running.gw.url, name);
-  for (let i = 0; i < times; i++) expect((await fetch(`${running.gw.url}/api/x`, { headers })).status).toBe(200);
-}
+const use = (name: string, times: number) => useQuota(running.gw, name, times);
 
 describe('gatehouse usage', () => {
   it("agrees with the consumer's own account API, for a subject and for a tenant", async () => {
