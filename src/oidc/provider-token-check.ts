@@ -91,6 +91,7 @@ export class ProviderTokenCheck implements TokenCheck {
       expiresAtMs: verified.expiresAtMs,
       scopes: verified.scopes,
       confirmationThumbprint: verified.confirmationThumbprint,
+      claims: verified.claims,
     });
   }
 
@@ -144,6 +145,8 @@ function signedWithPublishedKey(token: string): boolean {
 }
 
 interface PrincipalParts {
+  /** The token's claims when it was verified here (a JWT); undefined for an introspected one. */
+  claims?: Readonly<Record<string, unknown>> | undefined;
   sid: string;
   tokenType: Principal['tokenType'];
   identity: { sub: string; username: string; roles?: readonly string[] | undefined };
@@ -153,7 +156,7 @@ interface PrincipalParts {
   confirmationThumbprint?: string | undefined;
 }
 
-function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint }: PrincipalParts): Principal {
+function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint, claims }: PrincipalParts): Principal {
   // The same shape as a local principal (token-check.ts), frozen likewise.
   return Object.freeze({
     sub: identity.sub,
@@ -171,6 +174,6 @@ function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmation
     scopes,
     readOnly: false,
     confirmationThumbprint,
-    claims: undefined,
+    claims,
   });
 }

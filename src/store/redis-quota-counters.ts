@@ -8,7 +8,8 @@ import type { QuotaCount, QuotaCounters, QuotaCounting } from './quota-counters.
 import type { RedisClient } from './redis-client.js';
 
 // KEYS[1] the counter; ARGV: now (epoch ms), the interval (ms), the tolerance (ms).
-// Returns {taken (1/0), the arrival time after the call (text: fractions of a ms survive)}.
+// Returns {taken (1/0), the arrival time after the call (text: fractions of a ms survive)}. An interval
+// under the float's resolution at epoch ms (limits of millions a second) leaves the time unmoved: never refused.
 const TAKE_RATE = `
 local now = tonumber(ARGV[1])
 local interval = tonumber(ARGV[2])
@@ -16,7 +17,7 @@ local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
 local next = math.max(tat, now) + interval
 if next - now > tonumber(ARGV[3]) then return {0, tostring(tat)} end
 local value = string.format('%.3f', next)
-redis.call('SET', KEYS[1], value, 'PX', math.ceil(next - now))
+redis.call('SET', KEYS[1], value, 'PX', math.max(1, math.ceil(next - now)))
 return {1, value}`;
 
 // KEYS[1] the counter of one calendar window; ARGV: the limit, when the window ends (epoch ms).

@@ -4,7 +4,7 @@
 // (parsed with a structured-field parser) agree with the count.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expectDiagnoses } from '../helpers/diagnoses.js';
-import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { postJson, startTestGateway, type TestGateway, type TokenSetBody } from '../helpers/gateway.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 import { bearerOf, paramsOf, parseRateLimitField, PLAN_USERS } from './support.js';
 
@@ -18,6 +18,7 @@ const ROUTES = (upstream: string) => [
       { name: 'tenant-daily', by: 'claim:groups', per: 'day', limit: 8, tiers: { claim: 'roles', limits: { pro: 1000, internal: 'unlimited' } } },
     ],
   },
+  { name: 'keyed', prefix: '/keyed', upstreams: [upstream], quotas: [{ name: 'per-key', by: 'apiKey', per: 'hour', limit: 2 }] },
   { name: 'open', prefix: '/open', upstreams: [upstream], auth: 'none', quotas: [{ name: 'anonymous', by: 'address', per: 'minute', limit: 2 }] },
 ];
 
@@ -87,6 +88,16 @@ describe('quotas keyed on who calls', () => {
     expect(metrics).toMatch(/gatehouse_quota_decisions_total\{route="api",limit="per-minute",tier="internal",outcome="unlimited"\} 1/);
     // Never a consumer in a label.
     expect(metrics).not.toMatch(/fran|paula|acme|globex/);
+  });
+
+  it("counts an API key's sessions per key, and the same user's password session apart", async () => {
+    const keyLogin = await postJson(`${gw.url}/api/v1/auth/login`, { username: 'fran', password: gw.apiKeys.fran![0] });
+    const byKey = { authorization: `Bearer ${((await keyLogin.json()) as TokenSetBody).access_token}` };
+    expect((await call('/keyed/x', byKey)).status).toBe(200);
+    expect((await call('/keyed/x', byKey)).status).toBe(200);
+    const refused = await call('/keyed/x', byKey);
+    expectDiagnoses(refused.status, await refused.text(), 429, '429 (Too Many Requests) - slow_down: limit per-key of route keyed reached (tier default)');
+    expect((await call('/keyed/x', await bearerOf(gw.url, 'fran'))).status).toBe(200);
   });
 
   it('counts an anonymous caller by its address', async () => {

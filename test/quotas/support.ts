@@ -7,7 +7,7 @@ import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpe
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
 
 export const PLAN_USERS: TestUser[] = [
-  { name: 'fran', password: 'fran-password-1', roles: ['free'], groups: ['acme'] },
+  { name: 'fran', password: 'fran-password-1', roles: ['free'], groups: ['acme'], apiKeys: 1 },
   { name: 'fred', password: 'fred-password-1', roles: ['free'], groups: ['acme'] },
   { name: 'paula', password: 'paula-password-1', roles: ['pro'], groups: ['globex'] },
   { name: 'ivan', password: 'ivan-password-1', roles: ['internal'], groups: ['globex'] },
