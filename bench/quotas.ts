@@ -6,23 +6,17 @@
 // parallel: three limits are three scripts in one round trip's time.
 //
 //   npm run bench -- quotas        (BENCH_DURATION_S, BENCH_ROUNDS shorten it)
-import { startRedisServer, type RedisServerHandle } from '../test/helpers/redis-server.js';
-import { loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
+import { loginTokens, startGatehouse } from './lib/gatehouse.js';
 import { generatorName } from './lib/load.js';
 import { measure, settingsFromEnv } from './lib/measure.js';
-import { startServer, type ServerProcess } from './lib/processes.js';
+import { onRedis } from './lib/redis-section.js';
 import { printTable, writeResults } from './lib/report.js';
 
 /** Requests an hour (and a day) that a run of this section never reaches. */
 const NEVER_REFUSED = 10_000_000;
 
 export async function runQuotasSection(): Promise<void> {
-  const servers: Array<ServerProcess | GatehouseProcess> = [];
-  let redis: RedisServerHandle | undefined;
-  try {
-    const store = { url: process.env.BENCH_REDIS_URL ?? (redis = await startRedisServer()).url };
-    const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
-    servers.push(upstream);
+  await onRedis(async ({ store, upstream, servers }) => {
     const rate = { name: 'per-hour', by: 'subject', per: 'hour', limit: NEVER_REFUSED };
     const routes = [
       { prefix: '/free', upstreams: [upstream.url] },
@@ -56,8 +50,5 @@ export async function runQuotasSection(): Promise<void> {
       rows[0]!.name,
     );
     writeResults('quotas', { rows });
-  } finally {
-    await Promise.allSettled(servers.map((server) => server.stop()));
-    await redis?.close();
-  }
+  });
 }

@@ -309,6 +309,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         readOnly: false,
         // A plain bearer token: bound to no key, and the one object shape says so.
         confirmationThumbprint: undefined,
+        // The token's claims as verified, for route quotas keyed on a claim.
+        claims: expect.objectContaining({ sub: session.sub, sid: session.sid, typ: 'Bearer' }),
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });

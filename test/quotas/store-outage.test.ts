@@ -38,13 +38,12 @@ it('fails open or closed per limit while Redis is down, counts both, and counts 
 
   await redis.start();
   // The store reconnects on its own schedule: ask until it answers (the test's timeout bounds the wait).
-  let status = 0;
-  while (status !== 200) {
-    const answer = await call('/closed/x');
+  let answer: Response;
+  do {
+    answer = await call('/closed/x');
     await answer.arrayBuffer();
-    status = answer.status;
-    if (status !== 200) await sleep(100);
-  }
+    if (answer.status !== 200) await sleep(100);
+  } while (answer.status !== 200);
   // Redis came back empty (nothing persisted): the count starts again.
-  expect((await call('/open/x')).headers.get('ratelimit')).toBe('"per-minute";r=99;t=1');
+  expect(answer.headers.get('ratelimit')).toBe('"per-minute";r=99;t=1');
 }, 60_000);

@@ -1,6 +1,6 @@
 // The quotas' metrics: by route, limit and tier (names the config gives, so the
 // label sets are bounded), never by consumer.
-import { Counter } from 'prom-client';
+import { Counter, type LabelValues } from 'prom-client';
 import type { Metrics } from '../../observability/metrics.js';
 
 export class QuotaMetrics {
@@ -8,6 +8,8 @@ export class QuotaMetrics {
   readonly decisions: Counter<'route' | 'limit' | 'tier' | 'outcome'>;
   /** Requests a limit could not count because the store did not answer, by what was done: let through (open) or refused (closed). */
   readonly storeFailures: Counter<'route' | 'limit' | 'outcome'>;
+  /** The decisions' children by their labels, so the hot path hashes no label object (bounded as the labels are). */
+  readonly #children = new Map<string, { inc(): void }>();
 
   constructor(metrics: Metrics) {
     this.decisions = new Counter({
@@ -22,5 +24,17 @@ export class QuotaMetrics {
       labelNames: ['route', 'limit', 'outcome'] as const,
       registers: [metrics.registry],
     });
+  }
+
+  /** Counts one decision of a limit. */
+  decided(route: string, limit: string, tier: string, outcome: 'taken' | 'refused' | 'unlimited'): void {
+    const key = `${route}\u0000${limit}\u0000${tier}\u0000${outcome}`;
+    let child = this.#children.get(key);
+    if (child === undefined) {
+      const labels: LabelValues<'route' | 'limit' | 'tier' | 'outcome'> = { route, limit, tier, outcome };
+      child = this.decisions.labels(labels);
+      this.#children.set(key, child);
+    }
+    child.inc();
   }
 }

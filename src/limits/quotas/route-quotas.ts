@@ -109,14 +109,14 @@ export class RouteQuotas {
   async #weigh(limit: QuotaLimit, principal: Principal | null, address: string, nowMs: number): Promise<Verdict> {
     const tier = tierOf(limit.config, principal);
     if (tier.size === 'unlimited') {
-      this.#metrics?.decisions.inc({ route: limit.route, limit: limit.name, tier: tier.name, outcome: 'unlimited' });
+      this.#metrics?.decided(limit.route, limit.name, tier.name, 'unlimited');
       return { limit, tier };
     }
     const consumer = consumerOf(limit.config.by, principal, address);
     const weighing = limit.weighing(tier.size, nowMs);
     try {
       const count = await this.#counters.take(consumer, weighing.counter, weighing.counting, nowMs);
-      this.#metrics?.decisions.inc({ route: limit.route, limit: limit.name, tier: tier.name, outcome: count.taken ? 'taken' : 'refused' });
+      this.#metrics?.decided(limit.route, limit.name, tier.name, count.taken ? 'taken' : 'refused');
       return { limit, tier, counted: { consumer, weighing, taken: count.taken, value: count.value } };
     } catch (error) {
       const open = limit.config.whenStoreDown === 'open';
