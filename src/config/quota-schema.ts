@@ -54,9 +54,12 @@ export const QuotaSchema = z.strictObject({
   tiers: z
     .strictObject({
       /** The token claim that carries the tier (`roles` for a role, `plan`, …). */
-      claim: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
+      claim: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+        .meta(help('the token claim that carries the tier', 'roles')),
       /** Each tier's size: requests in each window, or `unlimited` (never counted). */
-      limits: z.record(z.string().min(1).max(64), z.union([positiveInt, unlimited])),
+      limits: z.record(z.string().min(1).max(64), z.union([positiveInt, unlimited])).meta(help("each tier's size", '{pro: 1000, internal: unlimited}')),
     })
     .optional(),
   /** The IANA time zone of a calendar quota's boundaries (midnight, the 1st of a month). */
