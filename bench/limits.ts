@@ -4,10 +4,9 @@
 // and with a `rateLimit` (too high to refuse anything), both on Redis.
 //
 //   BENCH_DURATION_S=5 npm run bench -- limits
-import { startRedisServer, type RedisServerHandle } from '../test/helpers/redis-server.js';
 import { BENCH_USER, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { generatorName, load } from './lib/load.js';
-import { startServer, type ServerProcess } from './lib/processes.js';
+import { onRedis } from './lib/redis-section.js';
 import { loadRow, printTable, writeResults, type Row } from './lib/report.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -25,12 +24,7 @@ async function measureOn(
 }
 
 export async function runLimitsSection(): Promise<void> {
-  const servers: Array<ServerProcess | GatehouseProcess> = [];
-  let redis: RedisServerHandle | undefined;
-  try {
-    const store = { url: process.env.BENCH_REDIS_URL ?? (redis = await startRedisServer()).url };
-    const upstream = await startServer('upstream', ['bench/servers/upstream.mjs']);
-    servers.push(upstream);
+  await onRedis(async ({ store, upstream, servers }) => {
     const routes = [
       { prefix: '/free', upstreams: [upstream.url] },
       { prefix: '/limited', upstreams: [upstream.url], rateLimit: { points: 1_000_000_000, durationS: 60 } },
@@ -60,8 +54,5 @@ export async function runLimitsSection(): Promise<void> {
         writeResults('limits', { login: loginRows, proxy: proxyRows });
       }
     }
-  } finally {
-    await Promise.allSettled(servers.map((server) => server.stop()));
-    await redis?.close();
-  }
+  });
 }

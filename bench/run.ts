@@ -1,7 +1,7 @@
 // `npm run bench [-- section …]`: builds Gatehouse, starts everything it
 // needs on loopback, and measures it against its baselines in the same run.
 // Sections, all by default: auth, floor, proxy, engines, async, memory,
-// credentials, json, paths, flood, limits, authz, dpop, oidc, providers, session-end, tls,
+// credentials, json, paths, flood, limits, quotas, authz, dpop, oidc, providers, session-end, tls,
 // assertion, upstream-tls. Only when named: builds (two builds in one run, with
 // BENCH_BASELINE_REF) and profile (a CPU profile of the hot path).
 // BENCH_DURATION_S and BENCH_ROUNDS shorten a run (defaults: 10 s, 3 rounds);
@@ -25,6 +25,7 @@ import { runProvidersSection } from './providers.js';
 import { runPathsSection } from './paths.js';
 import { runProfileSection } from './profile.js';
 import { runProxySection } from './proxy.js';
+import { runQuotasSection } from './quotas.js';
 import { runSessionEndSection } from './session-end.js';
 import { runTlsSection } from './tls.js';
 import { runUpstreamTlsSection } from './upstream-tls.js';
@@ -43,6 +44,7 @@ const SECTIONS: Record<string, () => Promise<unknown>> = {
   flood: runFloodSection,
   floor: runFloorSection,
   limits: runLimitsSection,
+  quotas: runQuotasSection,
   authz: runAuthzSection,
   dpop: runDpopSection,
   oidc: runOidcSection,

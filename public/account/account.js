@@ -4,6 +4,8 @@
 // renewed with the refresh token shortly before it expires. Everything shown
 // is set as text, never as HTML: a key's label cannot become markup.
 
+import { showLimits } from './account-limits.js';
+
 const $ = (id) => document.getElementById(id);
 
 // The page's own words where the API's are meant for programs: a refused
@@ -153,7 +155,7 @@ async function logIn(event) {
 async function showAccount() {
   const account = await (await api('/api/v1/account')).json();
   $('username').textContent = account.username;
-  await Promise.all([showKeys(), showSessions()]);
+  await Promise.all([showKeys(), showSessions(), showLimits(api, cell)]);
 }
 
 const day = (iso) => (iso ? new Date(iso).toLocaleDateString() : '—');

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import {
   ACCOUNT_PAGE_ICON_PATH,
+  ACCOUNT_PAGE_LIMITS_SCRIPT_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SCRIPT_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
@@ -19,6 +20,7 @@ const FILES = [
   { path: ACCOUNT_PAGE_PATH, file: 'index.html', type: 'text/html; charset=utf-8' },
   { path: ACCOUNT_PAGE_STYLES_PATH, file: 'account.css', type: 'text/css; charset=utf-8' },
   { path: ACCOUNT_PAGE_SCRIPT_PATH, file: 'account.js', type: 'text/javascript; charset=utf-8' },
+  { path: ACCOUNT_PAGE_LIMITS_SCRIPT_PATH, file: 'account-limits.js', type: 'text/javascript; charset=utf-8' },
   { path: ACCOUNT_PAGE_ICON_PATH, file: 'favicon.svg', type: 'image/svg+xml' },
 ] as const;
 

@@ -7,7 +7,15 @@ import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { KEY_ID_PATTERN } from '../users/api-keys.js';
 import { ROLE_NAME_PATTERN } from '../core/role-name.js';
-import { ACCOUNT_API_KEY_PATH, ACCOUNT_API_KEYS_PATH, ACCOUNT_PATH, ACCOUNT_SESSION_PATH, ACCOUNT_SESSIONS_PATH } from '../http/gateway-paths.js';
+import {
+  ACCOUNT_API_KEY_PATH,
+  ACCOUNT_API_KEYS_PATH,
+  ACCOUNT_LIMITS_PATH,
+  ACCOUNT_PATH,
+  ACCOUNT_SESSION_PATH,
+  ACCOUNT_SESSIONS_PATH,
+} from '../http/gateway-paths.js';
+import type { LimitUsage } from '../limits/quotas/quota-usage.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { gatehouseError } from '../core/errors.js';
 import type { AccountService, NewKeyRequest } from './account-service.js';
@@ -17,6 +25,8 @@ export interface AccountRoutesOptions {
   bearer: BearerAuthenticator;
   bodyLimitBytes: number;
   maxKeyLifetimeDays: number;
+  /** The caller's own quotas on the routes in force (limits/quotas/); absent: an empty list. */
+  ownLimits?: ((principal: Principal) => Promise<LimitUsage[]>) | undefined;
 }
 
 /** Printable text: a label is shown in pages and tables. */
@@ -71,6 +81,11 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     if (!KEY_ID_PATTERN.test(request.params.id)) throw gatehouseError('api_key_not_found');
     await account.revokeKey(principal, request.params.id);
     return reply.code(204).send();
+  });
+
+  app.get(ACCOUNT_LIMITS_PATH, async (request, reply) => {
+    const principal = await caller(request);
+    return reply.headers(NO_STORE).send({ limits: (await options.ownLimits?.(principal)) ?? [] });
   });
 
   app.get(ACCOUNT_SESSIONS_PATH, async (request, reply) => reply.headers(NO_STORE).send({ sessions: await account.sessions(await caller(request)) }));

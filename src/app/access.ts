@@ -14,6 +14,10 @@ import { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { LimiterFactory } from '../limits/limiters.js';
 import { LoadShedder } from '../limits/load-shedder.js';
 import { RouteLimits } from '../limits/route-limits.js';
+import type { RouteQuotas } from '../limits/quotas/route-quotas.js';
+import { routeQuotasFor } from '../limits/quotas/route-quotas-setup.js';
+import type { LimitsStore } from '../store/store.js';
+import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics.js';
 
 export interface AccessStage {
@@ -24,10 +28,12 @@ export interface AccessStage {
   passwordHashing: FairWorkQueue;
   load: LoadShedder;
   routeLimits: RouteLimits;
+  /** The routes' quotas per consumer, counted together through a Redis store (limits/quotas/). */
+  quotas: RouteQuotas;
   close(): void;
 }
 
-export function openAccess(config: Config, metrics: Metrics, limiters: LimiterFactory): AccessStage {
+export function openAccess(config: Config, metrics: Metrics, state: { limiters: LimiterFactory; store: LimitsStore }, logger: Logger): AccessStage {
   const { limits } = config;
   const abuse = new AbuseGuard(limits.abuse);
   // Addresses that keep sending refused work wait behind clean addresses; those with a recent success go first.
@@ -42,7 +48,8 @@ export function openAccess(config: Config, metrics: Metrics, limiters: LimiterFa
     abuse,
     passwordHashing,
     load,
-    routeLimits: new RouteLimits(limiters, metrics),
+    routeLimits: new RouteLimits(state.limiters, metrics),
+    quotas: routeQuotasFor(config, state.store, metrics, logger),
     close() {
       abuse.close();
       load.close();

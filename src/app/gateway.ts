@@ -90,7 +90,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
   const telemetry = await openTelemetry(config, options.logger);
   const { logger, metrics } = telemetry;
   const state = await openState(config, logger, metrics, options.store);
-  const access = openAccess(config, metrics, state.limiters);
+  const access = openAccess(config, metrics, state, logger);
   const live = new LiveParts(config);
   const identity = await openIdentityAndTokens({
     config,

@@ -67,6 +67,7 @@ export function openProxy(deps: ProxyDeps): ProxyStage {
     headers,
     clientAddress,
     limits: access.routeLimits,
+    quotas: access.quotas,
     abuse: access.abuse,
     authorization: new RouteAuthorization(identity),
   });

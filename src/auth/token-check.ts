@@ -67,6 +67,7 @@ export class SessionTokenCheck implements TokenCheck {
       // Always present too (undefined for a plain bearer token), for the same one shape.
       confirmationThumbprint: claims.cnf?.jkt,
       provider: this.#provider,
+      claims: claims as unknown as Readonly<Record<string, unknown>>,
     });
   }
 }

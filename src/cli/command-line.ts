@@ -26,6 +26,7 @@ import {
 } from './command.js';
 import type { CliIo } from './io.js';
 import { KEYS_COMMANDS } from './keys.js';
+import { runUsage, USAGE_USAGE } from './usage.js';
 import { USERS_COMMANDS } from './users.js';
 
 export interface ProcessIo extends OutputIo {
@@ -82,6 +83,11 @@ const COMMANDS: Record<string, Command> = {
   },
   users: groupCommand(USERS_COMMANDS, localUsersIo),
   apikeys: groupCommand(APIKEYS_COMMANDS, localUsersIo),
+  usage: {
+    lines: [['usage CONSUMER [--tier NAME] [--json]', "a consumer's use of each route quota, from Redis"]],
+    help: () => USAGE_USAGE,
+    run: (args, io, config) => runUsage(args, io, loadConfig(config)),
+  },
   // Reads no config: it makes what the operator then writes into one.
   clients: groupCommand(CLIENTS_COMMANDS, (io) => io),
   audit: groupCommand(AUDIT_COMMANDS, (io, config) => {

@@ -5,6 +5,7 @@ import { RoleNameSchema } from '../core/role-name.js';
 import * as d from './defaults.js';
 import { help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
 import { ProviderNameSchema } from './providers-schema.js';
+import { QuotasSchema } from './quota-schema.js';
 import { IdentityAssertionSchema, UpstreamTlsSchema } from './upstream-schema.js';
 
 /** A route's request limit: `points` requests per `durationS`, per client address (public) or per subject. */
@@ -168,6 +169,8 @@ export const RouteSchema = z.strictObject({
    * store. Absent: no limit, and the route's requests cost nothing extra.
    */
   rateLimit: RateLimitSchema.optional(),
+  /** Limits keyed on who calls, sized by tier, all applied (see docs/guides/quotas.md). Absent: none. */
+  quotas: QuotasSchema.optional(),
   /** Browser applications on other origins that may call this route. */
   cors: CorsSchema.optional(),
   /** Roles or scopes a caller needs (403 otherwise); only on routes with `auth: required`. */

@@ -51,6 +51,8 @@ export const ERRORS = {
   upstream_timeout: { status: 504, message: 'The service behind the gateway did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'upstream timed out' },
   // Login throttling and per-route limits: the client must wait (Retry-After says how long).
   too_many_requests: { status: 429, message: 'Too many requests. Please wait before you retry.', oauthError: 'slow_down', reason: 'too many requests' },
+  // A route's quota (routes[].quotas) refused the caller: the reason names the limit and the tier; RateLimit and Retry-After say when.
+  quota_exceeded: { status: 429, message: 'Your quota for this service is used up. Please wait before you retry.', oauthError: 'slow_down', reason: 'a quota of this route is used up' },
   store_unavailable: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'state store unavailable' },
   // Readiness of a gateway that got a stop signal: load balancers take it out of rotation.
   shutting_down: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the gateway is stopping' },

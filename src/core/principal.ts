@@ -30,4 +30,6 @@ export interface Principal {
   confirmationThumbprint?: string;
   /** With several identity providers: the name of the one whose token this is (`identity.providers[].name`); undefined with one. */
   provider?: string | undefined;
+  /** The token's claims as verified (quotas key on them: `tenant`, `plan`); undefined where the mode keeps none. */
+  claims?: Readonly<Record<string, unknown>> | undefined;
 }

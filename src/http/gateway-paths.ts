@@ -28,12 +28,15 @@ export const ACCOUNT_API_KEYS_PATH = '/api/v1/account/api-keys';
 export const ACCOUNT_API_KEY_PATH = '/api/v1/account/api-keys/:id';
 export const ACCOUNT_SESSIONS_PATH = '/api/v1/account/sessions';
 export const ACCOUNT_SESSION_PATH = '/api/v1/account/sessions/:id';
+/** The caller's own quotas: used, remaining and reset of each (limits/quotas/). */
+export const ACCOUNT_LIMITS_PATH = '/api/v1/account/limits';
 
 /** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
 export const ACCOUNT_PAGE_SLASH_PATH = '/account/';
 export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
+export const ACCOUNT_PAGE_LIMITS_SCRIPT_PATH = '/account/account-limits.js';
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
 
@@ -68,10 +71,12 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_API_KEY_PATH,
   ACCOUNT_SESSIONS_PATH,
   ACCOUNT_SESSION_PATH,
+  ACCOUNT_LIMITS_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,
   ACCOUNT_PAGE_SCRIPT_PATH,
+  ACCOUNT_PAGE_LIMITS_SCRIPT_PATH,
   ACCOUNT_PAGE_ICON_PATH,
   REQUEST_STATUS_PATH,
   SHORT_REQUEST_STATUS_PATH,

@@ -34,6 +34,8 @@ export interface VerifiedProviderToken {
   scopes?: string[];
   /** RFC 9449 6.1: the thumbprint of the key the provider bound the token to (`cnf.jkt`); its proof is asked for on every use. */
   confirmationThumbprint?: string;
+  /** Every claim of the token as verified: route quotas key on them (`tenant`, `plan`, `azp`). */
+  claims: Readonly<Record<string, unknown>>;
 }
 
 export class ProviderTokenVerifier {
@@ -109,6 +111,7 @@ export class ProviderTokenVerifier {
       ...(typeof session === 'string' && session !== '' && { session }),
       ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
       ...confirmationOf(payload),
+      claims: payload,
     };
   }
 }

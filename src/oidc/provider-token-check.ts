@@ -100,6 +100,7 @@ export class ProviderTokenCheck implements TokenCheck {
       expiresAtMs: verified.expiresAtMs,
       scopes: verified.scopes,
       confirmationThumbprint: verified.confirmationThumbprint,
+      claims: verified.claims,
     });
   }
 
@@ -159,6 +160,8 @@ function signedWithPublishedKey(token: string): boolean {
 
 interface PrincipalParts {
   provider: string | undefined;
+  /** The token's claims when it was verified here (a JWT); undefined for an introspected one. */
+  claims?: Readonly<Record<string, unknown>> | undefined;
   sid: string;
   tokenType: Principal['tokenType'];
   identity: { sub: string; username: string; roles?: readonly string[] | undefined };
@@ -168,7 +171,7 @@ interface PrincipalParts {
   confirmationThumbprint?: string | undefined;
 }
 
-function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint }: PrincipalParts): Principal {
+function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint, claims }: PrincipalParts): Principal {
   // The same shape as a local principal (token-check.ts), frozen likewise.
   return Object.freeze({
     sub: identity.sub,
@@ -187,5 +190,6 @@ function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, co
     readOnly: false,
     confirmationThumbprint,
     provider,
+    claims,
   });
 }

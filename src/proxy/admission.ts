@@ -10,8 +10,8 @@
 // (no promise), and what admission finds is written into the caller's own
 // record instead of an object of its own, so a request allocates nothing here.
 import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import type { RouteGuard } from './plug-ins.js';
 import { requireTrustedProvider } from './provider-trust.js';
+import type { QuotaGate, RateLimitAnswerFields, RouteGuard } from './plug-ins.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
@@ -32,6 +32,8 @@ export interface AdmissionOptions {
   clientAddress: ClientAddress;
   /** Counts requests of routes with a `rateLimit`; absent, no route is limited. */
   limits?: RouteLimits;
+  /** Counts requests of routes with `quotas`; absent, no route has any. */
+  quotas?: QuotaGate;
   /** Route rules (`authorize`) and read-only keys; absent, any caller the bearer check admits may pass. */
   authorization?: RouteGuard;
   /**
@@ -51,6 +53,8 @@ export interface Admitted {
   upstreamPath?: string;
   /** Who is calling; null on an `auth: none` route. */
   principal?: Principal | null;
+  /** Where the route's quotas stand for the caller: the answer carries them. */
+  rateLimit?: RateLimitAnswerFields | undefined;
 }
 
 export class Admission {
@@ -59,12 +63,14 @@ export class Admission {
   readonly #headers: HeaderPolicy;
   readonly #clientAddress: ClientAddress;
   readonly #limits: RouteLimits | undefined;
+  readonly #quotas: QuotaGate | undefined;
   readonly #authorization: RouteGuard | undefined;
   readonly #abuse: AdmissionOptions['abuse'];
 
   constructor(options: AdmissionOptions) {
     this.#abuse = options.abuse;
     this.#limits = options.limits;
+    this.#quotas = options.quotas;
     this.#authorization = options.authorization;
     this.#routes = options.routes;
     this.#bearer = options.bearer;
@@ -93,10 +99,10 @@ export class Admission {
     record.route = route;
     record.upstreamPath = upstreamPath;
     // Only a route with a limit pays for it: the others stay synchronous.
-    const limited = route.config.rateLimit !== undefined && this.#limits !== undefined;
+    const limited = (route.config.rateLimit !== undefined && this.#limits !== undefined) || (route.config.quotas !== undefined && this.#quotas !== undefined);
     if (route.config.auth === 'none') {
       record.principal = null;
-      return limited ? this.#takeLimit(route, `address:${this.#clientAddress.of(req)}`) : undefined;
+      return limited ? this.#takeLimits(route, null, req, record) : undefined;
     }
     const checked = this.#bearer.authenticateRequest(req, token, route.config.requireDpop);
     const method = req.method ?? 'GET';
@@ -104,14 +110,14 @@ export class Admission {
       record.principal = checked;
       requireTrustedProvider(route, checked);
       this.#authorization?.check(route, method, checked, req);
-      return limited ? this.#takeLimit(route, `sub:${checked.sub}`) : undefined;
+      return limited ? this.#takeLimits(route, checked, req, record) : undefined;
     }
     return checked.then(
       (principal) => {
         record.principal = principal;
         requireTrustedProvider(route, principal);
         this.#authorization?.check(route, method, principal, req);
-        return limited ? this.#takeLimit(route, `sub:${principal.sub}`) : undefined;
+        return limited ? this.#takeLimits(route, principal, req, record) : undefined;
       },
       (error: unknown) => {
         const abuse = this.#abuse;
@@ -133,8 +139,14 @@ export class Admission {
     }
   }
 
-  #takeLimit(route: CompiledRoute, who: string): Promise<void> {
-    return this.#limits!.take(route, route.config.rateLimit!, who);
+  /** The route's `rateLimit`, then its quotas (each only when the route has it). */
+  async #takeLimits(route: CompiledRoute, principal: Principal | null, req: IncomingMessage, record: Admitted): Promise<void> {
+    const address = this.#clientAddress.of(req);
+    const { rateLimit, quotas } = route.config;
+    if (rateLimit !== undefined && this.#limits !== undefined) {
+      await this.#limits.take(route, rateLimit, principal === null ? `address:${address}` : `sub:${principal.sub}`);
+    }
+    if (quotas !== undefined && this.#quotas !== undefined) record.rateLimit = await this.#quotas.take(route, principal, address);
   }
 
   /**

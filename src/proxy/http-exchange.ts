@@ -15,6 +15,7 @@ import type { TraceContext } from '../observability/trace-context.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 import type { Admission, Admitted } from './admission.js';
 import type { ForwardingEngine } from './engine.js';
+import type { RateLimitAnswerFields } from './plug-ins.js';
 import type { ProxyRoutes } from './proxy-routes.js';
 import type { Holding, HoldingEnd } from './session-holdings.js';
 import type { UpstreamTarget } from './upstream-pool.js';
@@ -51,6 +52,8 @@ export class HttpExchange implements Admitted, Holding {
   route: CompiledRoute | undefined;
   upstreamPath: string | undefined;
   principal: Principal | null;
+  /** Where the route's quotas stand for the caller (RateLimit fields of the answer). */
+  rateLimit: RateLimitAnswerFields | undefined;
   target: UpstreamTarget | undefined;
   /** Why its session's end ended it; set before the engine's rejection that follows, which is then no failure. */
   endedBy: HoldingEnd | undefined;
@@ -71,6 +74,7 @@ export class HttpExchange implements Admitted, Holding {
     this.upstreamPath = undefined;
     // Null until admission names the caller; only admitted exchanges of a session are registered.
     this.principal = null;
+    this.rateLimit = undefined;
     this.target = undefined;
     this.endedBy = undefined;
   }

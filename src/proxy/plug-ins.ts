@@ -29,3 +29,18 @@ export interface AcceptedExchange {
 export interface AcceptedAnswer {
   respond(res: ServerResponse, upstream: UpstreamResponse, headers: OutgoingHttpHeaders, exchange: AcceptedExchange): void;
 }
+
+/** The RateLimit-Policy and RateLimit field values of an answer (limits/quotas/). */
+export interface RateLimitAnswerFields {
+  readonly policy: string;
+  readonly state: string;
+}
+
+/**
+ * Counts a request against its route's quotas (limits/quotas/): resolves with
+ * the RateLimit fields for the answer, rejects with a 429 (or a 503 when a limit
+ * fails closed). `address`: whom an anonymous caller is counted as.
+ */
+export interface QuotaGate {
+  take(route: CompiledRoute, principal: Principal | null, address: string): Promise<RateLimitAnswerFields | undefined>;
+}

@@ -205,6 +205,11 @@ export class ProxyHandler {
     this.#options.drain.closeAfter(res);
     const headers: OutgoingHttpHeaders = this.#options.headers.responseHeaders(head.headers);
     headers['x-request-id'] = exchange.requestId;
+    const rateLimit = exchange.rateLimit;
+    if (rateLimit !== undefined) {
+      headers['ratelimit-policy'] = rateLimit.policy;
+      headers.ratelimit = rateLimit.state;
+    }
     // An accepted asynchronous request: recorded before the client sees it.
     if (head.statusCode === 202 && this.#options.capture !== undefined && route !== undefined && target !== undefined) {
       const body = new PassThrough();

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../account/account-service.js';
 import { accountPage } from '../account/account-page.js';
-import { accountRoutes } from '../account/account-routes.js';
+import { accountRoutes, type AccountRoutesOptions } from '../account/account-routes.js';
 import { authRoutes } from '../auth/auth-routes.js';
 import type { AuthService, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
@@ -40,6 +40,8 @@ export interface GatewayEndpointParts {
   tokenService?: AuthService | undefined;
   /** The account page and API, when enabled (local mode). */
   account?: AccountService | undefined;
+  /** The caller's own quotas, for the account API. */
+  ownLimits?: AccountRoutesOptions['ownLimits'];
   /** A fronted provider's back-channel logout (oidc mode). */
   backchannelLogout?: LogoutTokenReceiver | undefined;
   /** Refused logout tokens per address, with `backchannelLogout`. */
@@ -72,7 +74,8 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     });
   }
   if (parts.account) {
-    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
+    const { ownLimits } = parts;
+    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays, ownLimits });
     await app.register(accountPage);
   }
   await app.register(statusRoutes, {

@@ -86,6 +86,15 @@ export class Keyspace {
     return `${this.limiterPrefix(name)}:${key}`;
   }
 
+  /**
+   * One quota counter (limits/quotas/): the consumer it counts is the hash tag,
+   * so all of one consumer's counters share a slot; `counter` names the route,
+   * the limit and (for calendar quotas) the window. Both come escaped of `{}`.
+   */
+  quotaCounter(consumer: string, counter: string): string {
+    return `${this.prefix}quota:{${consumer}}:${counter}`;
+  }
+
   /** Every instance's public signing keys, a hash by kid (each entry sealed by the tokens layer). */
   /** The deployment's audit trail: one stream, one slot. */
   auditTrail(): string {

@@ -20,6 +20,7 @@ import { answersAsWritableMaster, quitOrDisconnect, reportConnectionHealth, with
 import { EvictionWatch, type MasterEvictionPolicy } from './eviction-policy.js';
 import { readRecordHash } from './redis-hash-read.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
+import { RedisQuotaCounters } from './redis-quota-counters.js';
 import { RedisSharedKeys } from './redis-shared-keys.js';
 import { RedisUserRecords } from './redis-user-records.js';
 import { decimal, requestFields, requestFromHash, retentionPx, sessionFields, sessionFromHash, type Hash } from './redis-records.js';
@@ -68,6 +69,7 @@ export class RedisStore implements Store {
   readonly eviction: EvictionWatch;
 
   readonly rateLimiters: RateLimiterBackend;
+  readonly quotaCounters: RedisQuotaCounters;
   readonly apiKeys: RedisApiKeys;
   readonly introspectionAnswers: RedisIntrospectionAnswers;
   readonly sharedKeys: RedisSharedKeys;
@@ -89,6 +91,7 @@ export class RedisStore implements Store {
     this.writerScripts = replicas > 0 ? defineStoreScripts(this.writer) : this.scripts;
     this.replication = replicas > 0 ? new ReplicaConfirmation(this.writer, replicas, this.logger) : undefined;
     this.rateLimiters = redisRateLimiters(client, this.keys);
+    this.quotaCounters = new RedisQuotaCounters(client, this.keys, (operation) => this.run(operation));
     this.apiKeys = new RedisApiKeys(client, this.keys);
     this.introspectionAnswers = new RedisIntrospectionAnswers(client, this.keys);
     this.auditTrail = new RedisAuditTrail(client, this.keys);

@@ -14,6 +14,7 @@ import type { AuditTrailRecords } from './audit-records.js';
 import type { MasterEvictionPolicy } from './eviction-policy.js';
 import type { IntrospectionAnswers } from './introspection-answers.js';
 import type { RateLimiterBackend } from './rate-limiters.js';
+import type { QuotaCounters } from './quota-counters.js';
 import type { SharedKeyRecords } from './shared-keys.js';
 import type { UserRecords } from './user-records.js';
 
@@ -83,6 +84,8 @@ export interface RequestStatusChange {
 /** Rate limiter counters (limits/), beside the store's records. */
 export interface LimitsStore {
   readonly rateLimiters?: RateLimiterBackend;
+  /** Quota counters shared by every instance (Redis); absent: each instance counts in memory (quota-counters.ts). */
+  readonly quotaCounters?: QuotaCounters;
 }
 
 /** The keys users make for themselves (account/). */

@@ -311,6 +311,8 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         confirmationThumbprint: undefined,
         // One provider: none named.
         provider: undefined,
+        // The token's claims as verified, for route quotas keyed on a claim.
+        claims: expect.objectContaining({ sub: session.sub, sid: session.sid, typ: 'Bearer' }),
       });
       expect(Object.isFrozen(principal)).toBe(true);
     });

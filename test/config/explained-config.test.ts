@@ -33,7 +33,15 @@ function fullConfig(provider: 'local' | 'oidc' | 'several', secretHash: string):
     tokens: { keysFile: './keys.json', clients: [{ id: 'orders', secretHash }] },
     server: { tls: { certFile: './tls.crt', keyFile: './tls.key', clientCertificates: { caFile: './clients-ca.crt' } } },
     cors: origins(),
-    routes: [{ prefix: '/orders', upstreams: ['http://127.0.0.1:3000'], rateLimit: { points: 10, durationS: 60 }, cors: origins() }],
+    routes: [
+      {
+        prefix: '/orders',
+        upstreams: ['http://127.0.0.1:3000'],
+        rateLimit: { points: 10, durationS: 60 },
+        quotas: [{ name: 'daily', by: 'subject', per: 'day', limit: 100, tiers: { claim: 'roles', limits: { pro: 1000 } } }],
+        cors: origins(),
+      },
+    ],
   };
 }
 

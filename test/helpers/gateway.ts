@@ -23,6 +23,7 @@ export interface TestUser {
   /** Create this many API keys; their plaintext comes back in `apiKeys`. */
   apiKeys?: number;
   roles?: string[];
+  groups?: string[];
 }
 
 export interface TestGateway {
@@ -59,6 +60,7 @@ export async function writeTestUsers(usersFile: string, users: TestUser[]): Prom
       disabled: user.disabled ?? false,
       createdAt,
       ...(user.roles && { roles: user.roles }),
+      ...(user.groups && { groups: user.groups }),
       apiKeys: keys.map((k) => ({ id: k.keyId, hash: k.hash, createdAt })),
     };
   }
