@@ -115,7 +115,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const service = new AuthService({
     identity: users,
     store,
-    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
+    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS, acr: config.tokens.acr }),
     verifier,
     bearer,
     refreshTokenTtlS,

@@ -167,6 +167,8 @@ function principal({ sid, tokenType, identity, expiresAtMs, scopes, confirmation
     sessionStartedAtMs: undefined,
     // The provider's session end is not known here: no tunnel outlives the token it was opened with.
     sessionEndsAtMs: expiresAtMs,
+    acr: undefined,
+    authTimeS: undefined,
     roles: identity.roles ?? [],
     scopes,
     readOnly: false,
