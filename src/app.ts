@@ -163,7 +163,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     clientAddress,
     limits: new RouteLimits(limiters, metrics),
     abuse,
-    authorization: new RouteAuthorization(identity),
+    authorization: new RouteAuthorization(identity, { acr: config.tokens.acr }),
   });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.
@@ -224,6 +224,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     reconciler,
     tokenService: mode.local?.service,
     account,
+    factors: mode.local?.factors,
     backchannelLogout: mode.backchannelLogout,
   });
   const reloader = options.configFile
