@@ -15,6 +15,7 @@ import { DpopProofCheck } from './dpop/proof-check.js';
 import { compileClientAddress } from './http/client-address.js';
 import type { IdentityProvider } from './identity/identity-provider.js';
 import { LocalIdentityProvider } from './identity/local-provider.js';
+import { SecondFactors } from './factors/second-factors.js';
 import type { PasswordCheckOptions } from './identity/password-check-options.js';
 import { openStoreUsers, type UsersLoss } from './identity/store-users.js';
 import type { LimiterFactory } from './limits/limiters.js';
@@ -50,7 +51,7 @@ export interface IdentityMode {
   auth: Authentication;
   bearer: BearerAuthenticator;
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService };
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; factors: SecondFactors };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
   backchannelLogout?: BackchannelLogout;
   /** Readiness of what the mode depends on beyond the store (the provider's keys); absent: nothing. */
@@ -112,6 +113,8 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
+  // Second factors live with the users; the codes used, in the store (every instance refuses a code taken once).
+  const factors = new SecondFactors({ users, store });
   const service = new AuthService({
     identity: users,
     store,
@@ -123,12 +126,13 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     throttle,
     audit,
     dpop: { check: dpop, required: policy === 'required' },
+    factors,
   });
   return {
     identity: users,
     auth: service,
     bearer,
-    local: { users, usersFile: settings.usersFile, service },
+    local: { users, usersFile: settings.usersFile, service, factors },
     ...(usersLoss && { usersLoss }),
     close: async () => {
       bearer.close();

@@ -11,12 +11,16 @@ import { ACCOUNT_API_KEY_PATH, ACCOUNT_API_KEYS_PATH, ACCOUNT_PATH, ACCOUNT_SESS
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { gatehouseError } from '../core/errors.js';
 import type { AccountService, NewKeyRequest } from './account-service.js';
+import type { SecondFactors } from '../factors/second-factors.js';
+import { factorRoutes } from './factor-routes.js';
 
 export interface AccountRoutesOptions {
   account: AccountService;
   bearer: BearerAuthenticator;
   bodyLimitBytes: number;
   maxKeyLifetimeDays: number;
+  /** Local users' second factors: their enrolment routes (factor-routes.ts). */
+  factors?: SecondFactors | undefined;
 }
 
 /** Printable text: a label is shown in pages and tables. */
@@ -86,4 +90,6 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     await account.endSession(principal, request.params.id);
     return reply.code(204).send();
   });
+
+  if (options.factors) await factorRoutes(app, { factors: options.factors, bearer, bodyLimitBytes });
 }

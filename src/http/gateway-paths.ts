@@ -28,6 +28,10 @@ export const ACCOUNT_API_KEYS_PATH = '/api/v1/account/api-keys';
 export const ACCOUNT_API_KEY_PATH = '/api/v1/account/api-keys/:id';
 export const ACCOUNT_SESSIONS_PATH = '/api/v1/account/sessions';
 export const ACCOUNT_SESSION_PATH = '/api/v1/account/sessions/:id';
+/** Second factors (step-up): what the user has, and TOTP enrolment. */
+export const ACCOUNT_FACTORS_PATH = '/api/v1/account/factors';
+export const ACCOUNT_TOTP_PATH = '/api/v1/account/factors/totp';
+export const ACCOUNT_TOTP_CONFIRM_PATH = '/api/v1/account/factors/totp/confirm';
 
 /** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
@@ -68,6 +72,9 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_API_KEY_PATH,
   ACCOUNT_SESSIONS_PATH,
   ACCOUNT_SESSION_PATH,
+  ACCOUNT_FACTORS_PATH,
+  ACCOUNT_TOTP_PATH,
+  ACCOUNT_TOTP_CONFIRM_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,

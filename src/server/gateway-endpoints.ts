@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../account/account-service.js';
 import { accountPage } from '../account/account-page.js';
 import { accountRoutes } from '../account/account-routes.js';
+import type { SecondFactors } from '../factors/second-factors.js';
 import { authRoutes } from '../auth/auth-routes.js';
 import type { AuthService, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
@@ -42,6 +43,8 @@ export interface GatewayEndpointParts {
   tokenService?: AuthService | undefined;
   /** The account page and API, when enabled (local mode). */
   account?: AccountService | undefined;
+  /** Local users' second factors, enrolled through the account API. */
+  factors?: SecondFactors | undefined;
   /** A fronted provider's back-channel logout (oidc mode). */
   backchannelLogout?: BackchannelLogout | undefined;
 }
@@ -71,7 +74,8 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     });
   }
   if (parts.account) {
-    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
+    const { maxKeyLifetimeDays } = config.account;
+    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays, factors: parts.factors });
     await app.register(accountPage);
   }
   await app.register(statusRoutes, {

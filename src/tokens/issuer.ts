@@ -63,6 +63,11 @@ export class TokenIssuer {
     this.#acr = options.acr ?? { password: DEFAULT_ACR_PASSWORD, mfa: DEFAULT_ACR_MFA };
   }
 
+  /** The configured name of each level. */
+  get acrNames(): AcrNames {
+    return this.#acr;
+  }
+
   /**
    * A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime).
    * `jkt`: the thumbprint of the key the login's DPoP proof was signed with; both tokens are bound to it.
