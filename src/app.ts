@@ -163,7 +163,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     clientAddress,
     limits: new RouteLimits(limiters, metrics),
     abuse,
-    authorization: new RouteAuthorization(identity, { acr: config.tokens.acr }),
+    authorization: new RouteAuthorization(identity, { acrRanks: mode.acrRanks }),
   });
   const drain = new Drain();
   // One access line and the request metrics for every request: proxied, the gateway's own, WebSocket.

@@ -28,6 +28,7 @@ import { ProviderIdentity } from './oidc/provider-identity.js';
 import { ProviderTokenCheck } from './oidc/provider-token-check.js';
 import { SessionRoles } from './oidc/session-roles.js';
 import type { Store } from './store/store.js';
+import { acrValuesSupported } from './tokens/authentication-context.js';
 import { TokenIssuer } from './tokens/issuer.js';
 import { SharedKeySet } from './tokens/shared-keyset.js';
 import type { KeySet } from './tokens/keyset.js';
@@ -50,6 +51,8 @@ export interface IdentityMode {
   identity: IdentityProvider;
   auth: Authentication;
   bearer: BearerAuthenticator;
+  /** The levels (`acr`) this mode's tokens carry, lowest first: what a route's `authorize.acr` is ranked by. */
+  acrRanks: readonly string[];
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
   local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; factors: SecondFactors };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
@@ -85,7 +88,16 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     connection.start();
     const check = new ProviderTokenCheck({ connection, store, settings, sessionRoles });
     const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics, dpop });
-    const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
+    const auth = new ProviderAuth({
+      connection,
+      bearer,
+      store,
+      throttle,
+      audit,
+      logger,
+      endedSessionTtlS: settings.refreshTokenTtlS,
+      acrRanks: settings.acrValues,
+    });
     const { clockToleranceS } = config.tokens;
     const backchannelLogout = new BackchannelLogout({
       connection,
@@ -99,6 +111,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       identity,
       auth,
       bearer,
+      acrRanks: settings.acrValues,
       backchannelLogout,
       ready: () => connection.ready(),
       close: async () => {
@@ -132,6 +145,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     identity: users,
     auth: service,
     bearer,
+    acrRanks: acrValuesSupported(config.tokens.acr),
     local: { users, usersFile: settings.usersFile, service, factors },
     ...(usersLoss && { usersLoss }),
     close: async () => {

@@ -6,7 +6,7 @@
 import { gatehouseError } from '../core/errors.js';
 import type { Principal } from '../core/principal.js';
 import type { AuthMethodReference } from '../core/vocabulary.js';
-import { acrMeets, acrOf, type AcrNames } from '../tokens/authentication-context.js';
+import { acrMeets, acrOf, acrValuesSupported, type AcrNames } from '../tokens/authentication-context.js';
 
 export interface LoginFactors {
   /** A TOTP code or a recovery code. */
@@ -33,7 +33,7 @@ export function readAcrValues(value: string | undefined): string[] | undefined {
 export function refuseUnreachableLevel(factors: LoginFactors, firstFactor: AuthMethodReference, names: AcrNames): void {
   if (factors.acrValues === undefined) return;
   const reached = acrOf(factors.otp === undefined ? [firstFactor] : [firstFactor, 'otp'], names);
-  if (!acrMeets(reached, factors.acrValues, names)) {
+  if (!acrMeets(reached, factors.acrValues, acrValuesSupported(names))) {
     throw gatehouseError('insufficient_user_authentication', {
       reason: `this login reaches ${reached}, not one of ${factors.acrValues.join(', ')}: send the second factor's code in \`otp\``,
     });

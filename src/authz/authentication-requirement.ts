@@ -5,7 +5,7 @@
 // gets all it needs in one new login.
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
-import { acrMeets, type AcrNames } from '../tokens/authentication-context.js';
+import { acrMeets } from '../tokens/authentication-context.js';
 
 export interface AuthenticationRequirement {
   acr?: readonly string[] | undefined;
@@ -20,9 +20,14 @@ export function stepUpChallenge({ acr, maxAgeS }: AuthenticationRequirement): st
 }
 
 /** Undefined when `principal` meets `rule`; otherwise the 401 saying what is missing. */
-export function unmetAuthentication(rule: AuthenticationRequirement, principal: Principal, names: AcrNames, nowS: number): GatehouseError | undefined {
+export function unmetAuthentication(
+  rule: AuthenticationRequirement,
+  principal: Principal,
+  acrRanks: readonly string[],
+  nowS: number,
+): GatehouseError | undefined {
   const missing: string[] = [];
-  if (rule.acr !== undefined && !acrMeets(principal.acr, rule.acr, names)) {
+  if (rule.acr !== undefined && !acrMeets(principal.acr, rule.acr, acrRanks)) {
     const held = principal.acr === undefined ? 'names no level' : `reached ${principal.acr}`;
     missing.push(`needs a login at one of the levels ${rule.acr.join(', ')} (this token's login ${held})`);
   }

@@ -15,7 +15,6 @@ import { verifiedClientSubject } from '../proxy/client-certificate.js';
 import type { RouteGuard } from '../proxy/plug-ins.js';
 import type { CompiledRoute } from '../routing/route-table.js';
 import { DEFAULT_ACR_MFA, DEFAULT_ACR_PASSWORD } from '../config/defaults.js';
-import type { AcrNames } from '../tokens/authentication-context.js';
 import { unmetAuthentication } from './authentication-requirement.js';
 
 /** RFC 9110 9.2.1: what a read-only key may still do. */
@@ -31,8 +30,8 @@ interface Rule {
 }
 
 export interface RouteAuthorizationOptions {
-  /** The configured levels (`tokens.acr`): a higher one meets a rule asking for a lower one. */
-  acr?: AcrNames;
+  /** The levels tokens carry, lowest first (`tokens.acr`, or a provider's `identity.acrValues`): a higher one meets a rule asking for a lower one. */
+  acrRanks?: readonly string[];
   /** The clock `maxAgeS` is measured by, epoch ms. */
   now?: () => number;
 }
@@ -48,12 +47,12 @@ function insufficient(reason: string, scopes?: readonly string[]): GatehouseErro
 
 export class RouteAuthorization implements RouteGuard {
   readonly #identity: IdentityProvider;
-  readonly #acr: AcrNames;
+  readonly #acrRanks: readonly string[];
   readonly #now: () => number;
 
   constructor(identity: IdentityProvider, options: RouteAuthorizationOptions = {}) {
     this.#identity = identity;
-    this.#acr = options.acr ?? { password: DEFAULT_ACR_PASSWORD, mfa: DEFAULT_ACR_MFA };
+    this.#acrRanks = options.acrRanks ?? [DEFAULT_ACR_PASSWORD, DEFAULT_ACR_MFA];
     this.#now = options.now ?? (() => Date.now());
   }
 
@@ -86,7 +85,7 @@ export class RouteAuthorization implements RouteGuard {
     }
     // Last: a 403 above is final, while this 401 is met by logging in again (RFC 9470).
     if (rule.acr !== undefined || rule.maxAgeS !== undefined) {
-      const unmet = unmetAuthentication(rule, principal, this.#acr, Math.floor(this.#now() / 1000));
+      const unmet = unmetAuthentication(rule, principal, this.#acrRanks, Math.floor(this.#now() / 1000));
       if (unmet !== undefined) throw unmet;
     }
   }

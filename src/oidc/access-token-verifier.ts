@@ -34,6 +34,10 @@ export interface VerifiedProviderToken {
   scopes?: string[];
   /** RFC 9449 6.1: the thumbprint of the key the provider bound the token to (`cnf.jkt`); its proof is asked for on every use. */
   confirmationThumbprint?: string;
+  /** The level the provider's login reached (`acr`), as it names it. */
+  acr?: string;
+  /** When the user last proved themselves at the provider (`auth_time`), epoch seconds. */
+  authTimeS?: number;
 }
 
 export class ProviderTokenVerifier {
@@ -104,6 +108,8 @@ export class ProviderTokenVerifier {
       ...(typeof session === 'string' && session !== '' && { session }),
       ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
       ...confirmationOf(payload),
+      ...(typeof payload.acr === 'string' && payload.acr !== '' && { acr: payload.acr }),
+      ...(Number.isSafeInteger(payload.auth_time) && { authTimeS: payload.auth_time as number }),
     };
   }
 }

@@ -33,12 +33,12 @@ export function acrValuesSupported(names: AcrNames): string[] {
 
 /**
  * Whether a token of `acr` meets a requirement of any of `required`: it is
- * one of them, or a configured level that ranks at or above one of them.
+ * one of them, or a level that ranks at or above one of them in `ranks`
+ * (the configured levels, lowest first).
  */
-export function acrMeets(acr: string | undefined, required: readonly string[], names: AcrNames): boolean {
+export function acrMeets(acr: string | undefined, required: readonly string[], ranks: readonly string[]): boolean {
   if (acr === undefined) return false;
   if (required.includes(acr)) return true;
-  const ranks = acrValuesSupported(names);
   const rank = ranks.indexOf(acr);
   return (
     rank >= 0 &&

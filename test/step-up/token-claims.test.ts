@@ -14,6 +14,7 @@ import type { TokenClaims } from '../../src/tokens/types.js';
 import { TokenVerifier } from '../../src/tokens/verifier.js';
 
 const NAMES = { password: 'urn:example:acr:1fa', mfa: 'urn:example:acr:2fa' };
+const RANKS = [NAMES.password, NAMES.mfa];
 const ISSUER = 'https://gw.example.com';
 
 let folder: string;
@@ -79,10 +80,10 @@ describe('levels', () => {
   });
 
   it('a higher level meets a requirement of a lower one, never the other way', () => {
-    expect(acrMeets(NAMES.mfa, [NAMES.password], NAMES)).toBe(true);
-    expect(acrMeets(NAMES.password, [NAMES.mfa], NAMES)).toBe(false);
-    expect(acrMeets(undefined, [NAMES.password], NAMES)).toBe(false);
-    expect(acrMeets('urn:other', ['urn:other'], NAMES)).toBe(true);
-    expect(acrMeets('urn:other', [NAMES.password], NAMES)).toBe(false);
+    expect(acrMeets(NAMES.mfa, [NAMES.password], RANKS)).toBe(true);
+    expect(acrMeets(NAMES.password, [NAMES.mfa], RANKS)).toBe(false);
+    expect(acrMeets(undefined, [NAMES.password], RANKS)).toBe(false);
+    expect(acrMeets('urn:other', ['urn:other'], RANKS)).toBe(true);
+    expect(acrMeets('urn:other', [NAMES.password], RANKS)).toBe(false);
   });
 });
