@@ -51,6 +51,7 @@ const LAYERS = [
   // L4: watching and bounding the traffic.
   { layer: 4, name: 'observability', path: 'src/observability/', job: 'logs, metrics, traces, request ids' },
   { layer: 4, name: 'limits', path: 'src/limits/', job: 'rate limits, login throttling, body and deadline guards, fair queues', mayImport: ['observability'] },
+  { layer: 4, name: 'factors', path: 'src/factors/', job: 'second factors of local users: TOTP and recovery codes, enrolment, used codes through the store' },
   { layer: 4, name: 'dpop', path: 'src/dpop/', job: 'DPoP (RFC 9449) proofs: their checks, the URL the client saw, the replay memory through the store' },
 
   // L5, L6: authentication with our own tokens, then fronting an OpenID Provider on top of it.

@@ -1,7 +1,7 @@
 // What a route rule costs on the proxied path, in one run and one process:
 // a route without `authorize` against a route whose rule the caller meets
 // (anyRole, checked against the token's roles and the user's current ones),
-// interleaved rounds, CPU µs per request from the gateway process.
+// and one with a step-up rule it meets (acr, maxAgeS: RFC 9470), interleaved rounds, CPU µs per request from the gateway process.
 //
 //   npm run bench -- authz        (BENCH_DURATION_S, BENCH_ROUNDS shorten it)
 import { loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
@@ -18,6 +18,7 @@ export async function runAuthzSection(): Promise<void> {
     const routes = [
       { prefix: '/free', upstreams: [upstream.url] },
       { prefix: '/ruled', upstreams: [upstream.url], authorize: { anyRole: ['reader'], methods: { POST: { anyRole: ['writer'] } } } },
+      { prefix: '/step-up', upstreams: [upstream.url], authorize: { acr: ['urn:gatehouse:acr:password'], maxAgeS: 86_400 } },
     ];
     const gatehouse = await startGatehouse({ routes, logLevel: 'warn', extra: { authorization: { roles: ['reader', 'writer'] }, log: { access: false } } });
     servers.push(gatehouse);
@@ -28,6 +29,7 @@ export async function runAuthzSection(): Promise<void> {
       [
         { name: 'proxied, route without a rule', url: `${gatehouse.url}/free/x`, headers, cpuMicros },
         { name: 'proxied, route with a role rule', url: `${gatehouse.url}/ruled/x`, headers, cpuMicros },
+        { name: 'proxied, route with a step-up rule', url: `${gatehouse.url}/step-up/x`, headers, cpuMicros },
       ],
       settings,
     );

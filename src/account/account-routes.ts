@@ -19,6 +19,8 @@ import type { LimitUsage } from '../limits/quotas/quota-usage.js';
 import { acceptJsonBodiesOnly } from '../http/json-body.js';
 import { gatehouseError } from '../core/errors.js';
 import type { AccountService, NewKeyRequest } from './account-service.js';
+import type { SecondFactors } from '../factors/second-factors.js';
+import { factorRoutes } from './factor-routes.js';
 
 export interface AccountRoutesOptions {
   account: AccountService;
@@ -27,6 +29,8 @@ export interface AccountRoutesOptions {
   maxKeyLifetimeDays: number;
   /** The caller's own quotas on the routes in force (limits/quotas/); absent: an empty list. */
   ownLimits?: ((principal: Principal) => Promise<LimitUsage[]>) | undefined;
+  /** Local users' second factors: their enrolment routes (factor-routes.ts). */
+  factors?: SecondFactors | undefined;
 }
 
 /** Printable text: a label is shown in pages and tables. */
@@ -101,4 +105,6 @@ export async function accountRoutes(app: FastifyInstance, options: AccountRoutes
     await account.endSession(principal, request.params.id);
     return reply.code(204).send();
   });
+
+  if (options.factors) await factorRoutes(app, { factors: options.factors, bearer, bodyLimitBytes });
 }

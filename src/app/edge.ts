@@ -89,6 +89,7 @@ export async function openEdge(deps: EdgeDeps): Promise<EdgeStage> {
     reconciler: asyncRequests.reconciler,
     tokenService: mode.local?.service,
     account: identity.account,
+    factors: mode.local?.factors,
     ownLimits: (principal) => access.quotas.usageOf(live.routes.table.routes, principal),
     backchannelLogout: mode.backchannelLogout,
     logoutTokenThrottle: mode.logoutTokenThrottle,

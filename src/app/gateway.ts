@@ -114,6 +114,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     access,
     identity: mode.identity,
     bearer: mode.bearer,
+    acrRanks: mode.acrRanks,
     keys: identity.keys,
     asyncRequests,
     live,

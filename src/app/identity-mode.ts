@@ -29,7 +29,9 @@ import { ProviderIdentity } from '../oidc/provider-identity.js';
 import { ProviderTokenCheck } from '../oidc/provider-token-check.js';
 import { SessionRoles } from '../oidc/session-roles.js';
 import { createSeveralProviders } from '../providers/several-providers.js';
+import { SecondFactors } from '../factors/second-factors.js';
 import type { Store } from '../store/store.js';
+import { acrValuesSupported } from '../tokens/authentication-context.js';
 import { TokenIssuer } from '../tokens/issuer.js';
 import { SharedKeySet } from '../tokens/shared-keyset.js';
 import type { KeySet } from '../tokens/keyset.js';
@@ -56,8 +58,10 @@ export interface IdentityMode {
   identity: IdentityProvider;
   auth: Authentication;
   bearer: BearerAuthenticator;
+  /** The levels (`acr`) this mode's tokens carry, lowest first: what a route's `authorize.acr` is ranked by. */
+  acrRanks: readonly string[];
   /** Local mode only: Gatehouse's own users and token service (OAuth endpoints, discovery, the account page). */
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; provider?: string };
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; factors: SecondFactors; provider?: string };
   /** Fronting a provider: its back-channel logout tokens end its sessions here (oidc/backchannel-logout.ts). */
   backchannelLogout?: LogoutTokenReceiver;
   /** Refused logout tokens per address, throttled as the token endpoint is (with `backchannelLogout`). */
@@ -100,8 +104,10 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       openLocalUsers: (local) => openLocalUsers(local, deps),
       ...(deps.trail && { trail: deps.trail }),
     });
-    if (!several.backchannelLogout) return several;
-    return { ...several, logoutTokenThrottle: new LogoutTokenThrottle(config.limits.login, limiters) };
+    // Routes rank levels by Gatehouse's own (the local users'); a provider's levels are met by their exact names.
+    const acrRanks = acrValuesSupported(config.tokens.acr);
+    if (!several.backchannelLogout) return { ...several, acrRanks };
+    return { ...several, acrRanks, logoutTokenThrottle: new LogoutTokenThrottle(config.limits.login, limiters) };
   }
 
   if (settings.provider === 'oidc') {
@@ -112,7 +118,16 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     connection.start();
     const check = new ProviderTokenCheck({ connection, store, settings, sessionRoles });
     const bearer = new BearerAuthenticator({ check, store, identity, maxEntries, logger, metrics, dpop });
-    const auth = new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS: settings.refreshTokenTtlS });
+    const auth = new ProviderAuth({
+      connection,
+      bearer,
+      store,
+      throttle,
+      audit,
+      logger,
+      endedSessionTtlS: settings.refreshTokenTtlS,
+      acrRanks: settings.acrValues,
+    });
     const { clockToleranceS } = config.tokens;
     const backchannelLogout = new BackchannelLogout({
       connection,
@@ -127,6 +142,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
       identity,
       auth,
       bearer,
+      acrRanks: settings.acrValues,
       backchannelLogout,
       logoutTokenThrottle: new LogoutTokenThrottle(config.limits.login, limiters),
       ready: () => connection.ready(),
@@ -142,10 +158,12 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const { issuer, audience, accessTokenTtlS, refreshTokenTtlS, clockToleranceS } = config.tokens;
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
+  // Second factors live with the users; the codes used, in the store (every instance refuses a code taken once).
+  const factors = new SecondFactors({ users, store });
   const service = new AuthService({
     identity: users,
     store,
-    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS }),
+    issuer: new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS, acr: config.tokens.acr }),
     verifier,
     bearer,
     refreshTokenTtlS,
@@ -153,12 +171,14 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
     throttle,
     audit,
     dpop: { check: dpop, required: policy === 'required' },
+    factors,
   });
   return {
     identity: users,
     auth: service,
     bearer,
-    local: { users, usersFile: settings.usersFile, service },
+    acrRanks: acrValuesSupported(config.tokens.acr),
+    local: { users, usersFile: settings.usersFile, service, factors },
     ...(usersLoss && { usersLoss }),
     close: async () => {
       bearer.close();

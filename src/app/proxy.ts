@@ -35,6 +35,8 @@ export interface ProxyDeps {
   access: AccessStage;
   identity: IdentityProvider;
   bearer: BearerAuthenticator;
+  /** The levels (`acr`) the identity mode's tokens carry, lowest first: what a route's `authorize.acr` is ranked by. */
+  acrRanks: readonly string[];
   keys: KeySet;
   asyncRequests: AsyncRequestsStage;
   live: LiveParts;
@@ -69,7 +71,7 @@ export function openProxy(deps: ProxyDeps): ProxyStage {
     limits: access.routeLimits,
     quotas: access.quotas,
     abuse: access.abuse,
-    authorization: new RouteAuthorization(identity),
+    authorization: new RouteAuthorization(identity, { acrRanks: deps.acrRanks }),
   });
   const holdings = new SessionHoldings({ sessions: bearer, identity, logger });
   const proxy = new ProxyHandler({

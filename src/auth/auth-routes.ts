@@ -8,6 +8,7 @@ import type { AttemptContext, Authentication } from './auth-service.js';
 import { bearerToken } from './bearer.js';
 import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import type { TokenSet } from '../tokens/types.js';
+import { readAcrValues, type LoginFactors } from './login-factors.js';
 
 export interface AuthRoutesOptions {
   auth: Authentication;
@@ -37,8 +38,22 @@ const LOGIN_BODY = {
     password: { type: 'string', minLength: 1, maxLength: 1024 },
     /** With several identity providers: which one checks the credentials; absent, the default one. */
     provider: { type: 'string', minLength: 1, maxLength: 40 },
+    // Step-up (login-factors.ts): a second factor's code, the levels wanted, the most age wanted.
+    otp: { type: 'string', minLength: 1, maxLength: 64 },
+    acr_values: { type: 'string', minLength: 1, maxLength: 2048 },
+    max_age: { type: 'integer', minimum: 0, maximum: 2_147_483_647 },
   },
 } as const;
+
+interface LoginBody {
+  username: string;
+  password: string;
+  /** With several identity providers: which one checks the credentials. */
+  provider?: string;
+  otp?: string;
+  acr_values?: string;
+  max_age?: number;
+}
 
 const REFRESH_BODY = {
   type: 'object',
@@ -56,19 +71,37 @@ export function attemptContext(request: FastifyRequest, clientAddress: ClientAdd
   return { address: clientAddress.of(request.raw), requestId: String(request.id), traceId: traceOf(request.raw).traceId };
 }
 
+const TOKEN_SCHEME = /^(?:Bearer|DPoP)\s/i;
+
+/**
+ * What a login sends beside the password (login-factors.ts), either wire
+ * format; with the bearer token of a session (and its proof when bound), the
+ * login steps that session up.
+ */
+export async function loginFactors(
+  request: FastifyRequest,
+  auth: Authentication,
+  fields: { otp?: string | undefined; acr_values?: string | undefined; max_age?: number | undefined },
+): Promise<LoginFactors> {
+  // Only a token scheme names a session: the token endpoint's clients may send Basic client credentials there.
+  const session = TOKEN_SCHEME.test(request.headers.authorization ?? '') ? await auth.authenticateRequest(request.raw) : undefined;
+  return { otp: fields.otp, acrValues: readAcrValues(fields.acr_values), maxAgeS: fields.max_age, session };
+}
+
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
   const { auth, bodyLimitBytes, clientAddress, dpop } = options;
   const contextOf = (request: FastifyRequest) => withTokenRequestProof(request.raw, attemptContext(request, clientAddress), dpop);
   // Spec 4: bodies are JSON. Fastify would also take text/plain; this API does not.
   acceptJsonBodiesOnly(app);
 
-  app.post<{ Body: { username: string; password: string; provider?: string } }>(
+  app.post<{ Body: LoginBody }>(
     LOGIN_PATH,
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
     async (request, reply) => {
       const { username, password, provider } = request.body;
       const context = await contextOf(request);
-      return sendTokenSet(reply, await auth.login(username, password, provider === undefined ? context : { ...context, provider }));
+      const factors = await loginFactors(request, auth, request.body);
+      return sendTokenSet(reply, await auth.login(username, password, provider === undefined ? context : { ...context, provider }, factors));
     },
   );
 

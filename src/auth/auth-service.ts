@@ -4,7 +4,9 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
-import type { IdentityProvider } from '../users/identity-provider.js';
+import type { Identity, IdentityProvider } from '../users/identity-provider.js';
+import { parseApiKey } from '../users/api-keys.js';
+import { storeUnavailable } from '../store/store-unavailable.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { SessionRecord, SessionStore } from '../store/store.js';
 import type { TokenIssuer } from '../tokens/issuer.js';
@@ -16,13 +18,17 @@ import type { TokenRequestProofs } from './dpop-token-request.js';
 import type { LoginAudit } from './login-audit.js';
 import { LoginGuard, type AttemptContext } from './login-guard.js';
 import type { Principal } from '../core/principal.js';
+import type { SecondFactors } from '../factors/second-factors.js';
+import type { AuthMethodReference } from '../core/vocabulary.js';
+import { refuseUnreachableLevel, type LoginFactors } from './login-factors.js';
 
 /** Where an attempt comes from; defined with the guard every attempt passes. */
 export type { AttemptContext } from './login-guard.js';
 
 /** What the spec's endpoints ask of login, whichever identity mode answers (local here, a fronted provider in oidc/). */
 export interface Authentication {
-  login(username: string, password: string, context: AttemptContext): Promise<TokenSet>;
+  /** `factors`: a second factor's code, the levels wanted, the session stepped up (login-factors.ts); a mode may not take them. */
+  login(username: string, password: string, context: AttemptContext, factors?: LoginFactors): Promise<TokenSet>;
   refresh(refreshToken: string, context: AttemptContext): Promise<TokenSet>;
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active. */
   authenticateBearer(token: string): Promise<Principal>;
@@ -47,6 +53,8 @@ export interface AuthServiceDeps {
   dpop?: TokenRequestProofs;
   /** Among several identity providers, the local one's name: `authenticateBearer` admits its tokens only (introspection answers for nobody else's). */
   provider?: string;
+  /** Local users' second factors; absent, a login with a code is refused as a wrong one. */
+  factors?: SecondFactors;
 }
 
 const REFRESH_TYPES: readonly TokenType[] = ['Refresh'];
@@ -65,9 +73,14 @@ export class AuthService implements Authentication {
     return this.#deps.dpop;
   }
 
-  /** Spec 4.1: a password or an API key in `password`; each login starts a session. Throttled per username, address and both. */
-  async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
-    const { identity, store, issuer, refreshTokenTtlS } = this.#deps;
+  /**
+   * Spec 4.1: a password or an API key in `password`; each login starts a
+   * session, or steps up `factors.session` (same sid). A wrong second factor is
+   * refused as a wrong password is, and counted alike. Throttled per username, address and both.
+   */
+  async login(username: string, password: string, context: AttemptContext, factors: LoginFactors = {}): Promise<TokenSet> {
+    const { identity, issuer } = this.#deps;
+    refuseUnreachableLevel(factors, parseApiKeyMethod(password), issuer.acrNames);
     return this.#guard.login(
       { username, password, context, knownUser: identity.hasUser(username) },
       {
@@ -79,31 +92,17 @@ export class AuthService implements Authentication {
           if (pinned !== undefined && pinned !== context.dpopThumbprint) {
             throw gatehouseError('invalid_user_credentials', { cause: new TokenError('the API key logs in only with its DPoP key') });
           }
-          return who;
-        },
-        start: async (who) => {
-          const now = Date.now();
-          const session: SessionRecord = {
-            sid: randomUUID(),
-            sub: who.sub,
-            username: who.username,
-            method: who.method,
-            ...(who.apiKeyId ? { apiKeyId: who.apiKeyId } : {}),
-            createdAt: now,
-            expiresAt: now + refreshTokenTtlS * 1000,
-          };
-          await store.createSession(session);
-          if (identity.stillHolds && !(await identity.stillHolds(who))) {
-            await store.revokeSession(session.sid);
-            throw gatehouseError('invalid_user_credentials');
+          // A step-up is of the caller's own session: another user's token steps up nothing (and uses up no code).
+          if (factors.session !== undefined && factors.session.sub !== who.sub) throw gatehouseError('invalid_user_credentials');
+          const amr: AuthMethodReference[] = [who.method];
+          if (factors.otp !== undefined) {
+            const second = await this.#deps.factors?.check(who.sub, factors.otp);
+            if (!second) throw gatehouseError('invalid_user_credentials', { cause: new TokenError('wrong or used one-time code') });
+            amr.push(second);
           }
-          // The audit's words for the session's method: `pwd` is a password login.
-          const method = who.method === 'api_key' ? 'api_key' : 'password';
-          const admitted = { method, username: who.username, sub: who.sub, sid: session.sid } as const;
-          // The tokens carry the session's grants: the user's roles, narrowed by a scoped key's.
-          // A login with a DPoP proof: both tokens bound to its key (RFC 9449 5).
-          return { result: await issuer.issueTokenSet(session, now, identity.grants(who), context.dpopThumbprint), admitted };
+          return { who, amr };
         },
+        start: async ({ who, amr }) => this.#startSession(who, amr, context, factors.session),
       },
     );
   }
@@ -128,6 +127,43 @@ export class AuthService implements Authentication {
         throw this.#refused(error, verified);
       }
     });
+  }
+
+  /** A new session, or the stepped-up one; its tokens carry the login's proof (`amr`, its level, now as `auth_time`). */
+  async #startSession(who: Identity, amr: AuthMethodReference[], context: AttemptContext, stepped: Principal | undefined) {
+    const { identity, store, issuer, refreshTokenTtlS } = this.#deps;
+    const now = Date.now();
+    const proof = { amr, authTimeS: Math.floor(now / 1000) };
+    let session: SessionRecord | null;
+    if (stepped === undefined) {
+      session = {
+        sid: randomUUID(),
+        sub: who.sub,
+        username: who.username,
+        method: who.method,
+        ...(who.apiKeyId ? { apiKeyId: who.apiKeyId } : {}),
+        createdAt: now,
+        expiresAt: now + refreshTokenTtlS * 1000,
+      };
+      await store.createSession(session);
+    } else {
+      session = await store.getSession(stepped.sid).catch((error: unknown) => {
+        throw storeUnavailable(error);
+      });
+      // Ended since its token was checked: nothing left to step up.
+      if (session === null || session.sub !== who.sub) throw gatehouseError('invalid_user_credentials');
+    }
+    if (identity.stillHolds && !(await identity.stillHolds(who))) {
+      if (stepped === undefined) await store.revokeSession(session.sid);
+      throw gatehouseError('invalid_user_credentials');
+    }
+    // The audit's words for the session's method: `pwd` is a password login.
+    const method = who.method === 'api_key' ? 'api_key' : 'password';
+    const admitted = { method, username: who.username, sub: who.sub, sid: session.sid } as const;
+    // The tokens carry the session's grants (a stepped-up session keeps its own: a scoped key's stay narrowed);
+    // a login with a DPoP proof binds both tokens to its key (RFC 9449 5).
+    const grants = identity.grants(stepped ?? who);
+    return { result: await issuer.issueTokenSet(session, now, grants, context.dpopThumbprint, proof), admitted };
   }
 
   /** A bearer token (access or refresh, spec 5.9) of a session that is still active, for the gateway's own endpoints. */
@@ -159,4 +195,9 @@ export class AuthService implements Authentication {
     // Refused after its signature verified (its session ended, its time is up): ours, so not a guess.
     return gatehouseError('invalid_refresh_token', { cause: verified ? cause.ofWellSignedToken() : cause });
   }
+}
+
+/** The first factor a secret is: an API key by its shape, else a password (the level check before any is tried). */
+function parseApiKeyMethod(secret: string): AuthMethodReference {
+  return parseApiKey(secret) === null ? 'pwd' : 'api_key';
 }

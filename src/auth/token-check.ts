@@ -61,6 +61,8 @@ export class SessionTokenCheck implements TokenCheck {
       expiresAtMs: claims.exp * 1000,
       sessionStartedAtMs: session.createdAt,
       sessionEndsAtMs: session.expiresAt,
+      acr: claims.acr,
+      authTimeS: claims.auth_time,
       roles: claims.roles ?? NO_ROLES,
       scopes: claims.scope === undefined ? undefined : claims.scope.split(' ').filter(Boolean),
       readOnly: claims.ro === true,

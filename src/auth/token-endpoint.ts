@@ -10,7 +10,7 @@ import { INTROSPECTION_ENDPOINT_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_P
 import { isGatehouseError, type GatehouseError } from '../core/errors.js';
 import type { FairWorkQueue } from '../limits/fair-work-queue.js';
 import type { AuthService, Authentication } from './auth-service.js';
-import { attemptContext, sendTokenSet } from './auth-routes.js';
+import { attemptContext, loginFactors, sendTokenSet } from './auth-routes.js';
 import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import { isAuthenticClient, presentedClient, type ClientList } from './client-authentication.js';
 import type { Principal } from '../core/principal.js';
@@ -113,8 +113,14 @@ export async function tokenEndpoint(app: FastifyInstance, options: TokenEndpoint
     const context = async () => ({ ...(await withTokenRequestProof(request.raw, attemptContext(request, clientAddress), options.dpop)), ...provider });
     const logins = options.logins ?? auth;
     switch (params.grant_type) {
-      case 'password':
-        return sendTokenSet(reply, await logins.login(required(params, 'username'), required(params, 'password'), await context()));
+      case 'password': {
+        // Step-up (RFC 9470): a second factor's code, the levels wanted and their most age, as for the JSON login.
+        const maxAge = params.max_age === undefined ? undefined : Number(params.max_age);
+        if (maxAge !== undefined && !(Number.isSafeInteger(maxAge) && maxAge >= 0))
+          throw new OAuthError('invalid_request', 'max_age must be a whole number of seconds');
+        const factors = await loginFactors(request, auth, { otp: params.otp || undefined, acr_values: params.acr_values, max_age: maxAge });
+        return sendTokenSet(reply, await logins.login(required(params, 'username'), required(params, 'password'), await context(), factors));
+      }
       case 'refresh_token':
         return sendTokenSet(reply, await logins.refresh(required(params, 'refresh_token'), await context()));
       case undefined:

@@ -5,7 +5,8 @@
 // on every instance as soon as the users file is read there, as disabling a
 // user does; a role given takes effect with the next refresh. A read-only API
 // key's tokens may only use the safe methods, on every route. A rule may also
-// name the client certificates (mTLS) whose connections may use the route.
+// name the client certificates (mTLS) whose connections may use the route,
+// and a login strong or recent enough (step-up, authentication-requirement.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../core/principal.js';
 import { gatehouseError, type GatehouseError } from '../core/errors.js';
@@ -13,6 +14,8 @@ import type { IdentityProvider } from '../users/identity-provider.js';
 import { verifiedClientSubject } from '../proxy/client-certificate.js';
 import type { RouteGuard } from '../proxy/plug-ins.js';
 import type { CompiledRoute } from '../routing/route-table.js';
+import { DEFAULT_ACR_MFA, DEFAULT_ACR_PASSWORD } from '../config/defaults.js';
+import { unmetAuthentication } from './authentication-requirement.js';
 
 /** RFC 9110 9.2.1: what a read-only key may still do. */
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -22,6 +25,15 @@ interface Rule {
   allRoles?: readonly string[] | undefined;
   scopes?: readonly string[] | undefined;
   clientSubjects?: readonly string[] | undefined;
+  acr?: readonly string[] | undefined;
+  maxAgeS?: number | undefined;
+}
+
+export interface RouteAuthorizationOptions {
+  /** The levels tokens carry, lowest first (`tokens.acr`, or a provider's `identity.acrValues`): a higher one meets a rule asking for a lower one. */
+  acrRanks?: readonly string[];
+  /** The clock `maxAgeS` is measured by, epoch ms. */
+  now?: () => number;
 }
 
 /** RFC 6750 3.1: the challenge of a token that is valid but not enough. */
@@ -35,9 +47,13 @@ function insufficient(reason: string, scopes?: readonly string[]): GatehouseErro
 
 export class RouteAuthorization implements RouteGuard {
   readonly #identity: IdentityProvider;
+  readonly #acrRanks: readonly string[];
+  readonly #now: () => number;
 
-  constructor(identity: IdentityProvider) {
+  constructor(identity: IdentityProvider, options: RouteAuthorizationOptions = {}) {
     this.#identity = identity;
+    this.#acrRanks = options.acrRanks ?? [DEFAULT_ACR_PASSWORD, DEFAULT_ACR_MFA];
+    this.#now = options.now ?? (() => Date.now());
   }
 
   /** Throws a 403 GatehouseError when `principal` may not use `route` with `method` (from `req`'s connection); synchronous. */
@@ -66,6 +82,11 @@ export class RouteAuthorization implements RouteGuard {
       if (subject === undefined || !rule.clientSubjects.includes(subject)) {
         throw gatehouseError('insufficient_scope', { reason: 'needs a client certificate with one of the subjects this route names' });
       }
+    }
+    // Last: a 403 above is final, while this 401 is met by logging in again (RFC 9470).
+    if (rule.acr !== undefined || rule.maxAgeS !== undefined) {
+      const unmet = unmetAuthentication(rule, principal, this.#acrRanks, Math.floor(this.#now() / 1000));
+      if (unmet !== undefined) throw unmet;
     }
   }
 

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { hashPassword } from '../users/passwords.js';
 import { isApiKeyActive, parseUsersFile, UsersFileError, writeUsersFile } from '../users/users-file.js';
 import { addUser, assertCanAddUser, changeRole, getUser, removeUser, setDisabled } from '../users/users-changes.js';
+import { resetFactors } from '../users/factor-changes.js';
 import { unlockUsername } from '../limits/unlock.js';
 import { withConfiguredAudit } from './audit-session.js';
 import { CliError, EXIT_OK, formatTable, runGroup, singlePositional, UsageError, writeLine, type CommandGroup } from './command.js';
@@ -49,6 +50,14 @@ export const USERS_COMMANDS: CommandGroup<CliIo> = {
   When the config declares roles (authorization.roles), only those can be
   given (exit 65 lists them); any role can be taken away.`,
       run: roles,
+    },
+    'reset-factors': {
+      synopsis: 'reset-factors NAME',
+      summary: "remove the user's second factors (TOTP, recovery codes): the password alone logs in, and they may enrol again",
+      details: `  For a user who lost their phone and their recovery codes. Their sessions
+  go on; a route asking for two factors (routes[].authorize.acr) refuses them
+  until they enrol again on the account page.`,
+      run: resetUserFactors,
     },
     list: { synopsis: 'list [--json]', summary: 'list users: status, roles, active API keys (never a hash); --json for scripts', run: list },
     import: {
@@ -144,6 +153,14 @@ async function changeStatus(args: string[], io: CliIo, disabled: boolean): Promi
     writeLine(io.stdout, already ? `user ${username} is already ${status}` : `${status} user ${username}`);
     return EXIT_OK;
   });
+}
+
+async function resetUserFactors(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const username = singlePositional(positionals, 'NAME');
+  await withUsers(io, (users) => users.change((data) => resetFactors(data, username)));
+  writeLine(io.stdout, `removed the second factors of ${username}`);
+  return EXIT_OK;
 }
 
 async function roles(args: string[], io: CliIo): Promise<number> {

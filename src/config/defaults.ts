@@ -34,6 +34,9 @@ export const DEFAULT_STORE_KEY_PREFIX = 'gatehouse:';
 
 export const DEFAULT_ISSUER = 'http://localhost:8080';
 export const DEFAULT_AUDIENCE = 'gatehouse';
+/** The `acr` of a login with one factor (a password or an API key), and of one with two (a password and a one-time code or a passkey). */
+export const DEFAULT_ACR_PASSWORD = 'urn:gatehouse:acr:password';
+export const DEFAULT_ACR_MFA = 'urn:gatehouse:acr:mfa';
 /** Spec 5.4 and 8: the access token is valid for one minute. */
 export const DEFAULT_ACCESS_TOKEN_TTL_S = 60;
 /** Spec 5.5: the sample login response shows 86400 seconds. */

@@ -3,7 +3,7 @@
 // tokens-schema.ts's).
 import { z } from 'zod';
 import * as d from './defaults.js';
-import { help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
+import { acrValue, help, httpUrl, nonNegativeInt, positiveInt } from './schema-primitives.js';
 
 /** Gatehouse's own users (`identity.provider: local`): a YAML file of scrypt password hashes and API key digests; Gatehouse signs the tokens. */
 export const LocalIdentitySchema = z.strictObject({
@@ -105,5 +105,16 @@ export const OidcIdentitySchema = z.strictObject({
    * however many such tokens arrive.
    */
   keySetRefetchCooldownS: nonNegativeInt.default(d.DEFAULT_OIDC_KEY_SET_REFETCH_COOLDOWN_S),
+  /**
+   * The levels the provider's tokens carry in `acr`, lowest first (its
+   * `acr_values_supported`, ranked): a route asking for one (`authorize.acr`)
+   * takes a token at a later one too. Empty: a route's `acr` is met by
+   * exactly that value only.
+   */
+  acrValues: z
+    .array(acrValue)
+    .max(20)
+    .refine((values) => new Set(values).size === values.length, { error: 'each level is named once' })
+    .default([]),
 });
 export type OidcIdentityConfig = z.infer<typeof OidcIdentitySchema>;

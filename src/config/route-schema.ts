@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { RoleNameSchema } from '../core/role-name.js';
 import * as d from './defaults.js';
-import { help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
+import { acrValue, help, HTTP_METHODS, httpUrl, positiveInt } from './schema-primitives.js';
 import { ProviderNameSchema } from './providers-schema.js';
 import { QuotasSchema } from './quota-schema.js';
 import { IdentityAssertionSchema, UpstreamTlsSchema } from './upstream-schema.js';
@@ -19,9 +19,19 @@ export const RateLimitSchema = z.strictObject({
 /** Client certificate subjects, as the gateway forwards them (RFC 4514 order of the certificate, comma-separated). */
 const ClientSubjectsSchema = z.array(z.string().min(1).max(1024)).min(1);
 
+/** RFC 9470: the `acr` values a token may carry (one of them, or a configured level ranking above one: `tokens.acr`). */
+const AcrValuesSchema = z.array(acrValue).min(1);
+
+/** RFC 9470: the most seconds since the user last proved themselves (the token's `auth_time`). */
+const MaxAgeSchema = positiveInt;
+
+/** What a rule may name; it must name one. */
+const RULE_FIELDS = ['anyRole', 'allRoles', 'scopes', 'clientSubjects', 'acr', 'maxAgeS'] as const;
+
 /**
  * Who may use a route (or one method of it): any of `anyRole`, all of
- * `allRoles`, every one of `scopes`, and one of `clientSubjects`. Each list that is given must be met.
+ * `allRoles`, every one of `scopes`, one of `clientSubjects`, a login of one
+ * of the `acr` levels within `maxAgeS`. Each that is given must be met.
  */
 export const AccessRuleSchema = z
   .strictObject({
@@ -33,10 +43,12 @@ export const AccessRuleSchema = z
     scopes: z.array(RoleNameSchema).min(1).optional(),
     /** The connection's client certificate, verified by `server.tls.clientCertificates`, needs one of these subjects. */
     clientSubjects: ClientSubjectsSchema.optional(),
+    /** The token's login must have reached one of these levels (its `acr`); below, 401 with the RFC 9470 challenge. */
+    acr: AcrValuesSchema.optional(),
+    /** The token's login (`auth_time`) must be at most this many seconds old; older, 401 with the RFC 9470 challenge. */
+    maxAgeS: MaxAgeSchema.optional(),
   })
-  .refine((rule) => rule.anyRole !== undefined || rule.allRoles !== undefined || rule.scopes !== undefined || rule.clientSubjects !== undefined, {
-    error: 'names none of anyRole, allRoles, scopes, clientSubjects',
-  });
+  .refine((rule) => RULE_FIELDS.some((field) => rule[field] !== undefined), { error: `names none of ${RULE_FIELDS.join(', ')}` });
 
 /** A route's rule, and rules of their own for some methods (which replace it for them). */
 export const AuthorizeSchema = z.strictObject({
@@ -51,6 +63,16 @@ export const AuthorizeSchema = z.strictObject({
    * these, written as the gateway forwards it in X-Gatehouse-Client-Subject (`CN=build-agent,O=Example`); without one, 403.
    */
   clientSubjects: ClientSubjectsSchema.optional(),
+  /**
+   * Step-up (RFC 9470): the token's login must have reached one of these
+   * levels (its `acr`; a configured level ranking above one counts,
+   * `tokens.acr`). Below, 401 with `WWW-Authenticate: Bearer
+   * error="insufficient_user_authentication", acr_values="…"`; the client logs
+   * in again with them (docs/guides/step-up.md).
+   */
+  acr: AcrValuesSchema.optional(),
+  /** Step-up (RFC 9470): the token's login (`auth_time`) must be at most this many seconds old; older, 401 with `max_age` in the challenge. */
+  maxAgeS: MaxAgeSchema.optional(),
   /** Rules of their own for some methods, each replacing the route's rule for its method. */
   methods: z.partialRecord(z.enum(HTTP_METHODS), AccessRuleSchema).optional(),
 });

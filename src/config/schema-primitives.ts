@@ -46,3 +46,10 @@ export const strongSecret = z
     },
     { when: withoutIssues },
   );
+
+/** An `acr` value (OIDC Core 2) as RFC 9470's challenge quotes it: no spaces, quotes or backslashes. */
+export const acrValue = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'an acr value has no spaces, quotes or backslashes');

@@ -92,6 +92,21 @@ export const TokensSchema = z.strictObject({
   /** Sender-constrained tokens (DPoP, RFC 9449): how they are issued and which proofs are accepted. */
   dpop: DpopSchema.prefault({}),
   /**
+   * The tokens' `acr` (OIDC Core 2), one name per level a login reaches;
+   * routes ask for them (`authorize.acr`, RFC 9470) and discovery lists them
+   * in `acr_values_supported`. `mfa` ranks above `password`: a route that
+   * asks for `password` takes an `mfa` token too.
+   */
+  acr: z
+    .strictObject({
+      /** One factor: a password or an API key. */
+      password: z.string().min(1).max(200).default(d.DEFAULT_ACR_PASSWORD),
+      /** Two factors: a password and a one-time code (TOTP or a recovery code). */
+      mfa: z.string().min(1).max(200).default(d.DEFAULT_ACR_MFA),
+    })
+    .refine((names) => names.password !== names.mfa, { error: 'password and mfa must be different names' })
+    .prefault({}),
+  /**
    * Confidential clients (resource servers, relying parties) that may call
    * introspection (RFC 7662) and revocation (RFC 7009); each secret is kept
    * as a scrypt hash, as `gatehouse users` writes passwords.

@@ -35,6 +35,8 @@ export const ERRORS = {
   use_dpop_nonce: { status: 401, message: 'The proof of possession needs the server nonce. Please sign a new one with it and retry.', oauthError: 'use_dpop_nonce', reason: 'the DPoP proof needs the server nonce' },
   dpop_nonce_required: { status: 400, message: 'The proof of possession needs the server nonce. Please sign a new one with it and retry.', oauthError: 'use_dpop_nonce', reason: 'the DPoP proof needs the server nonce' },
   dpop_proof_refused: { status: 400, message: 'The proof of possession sent with the request is not valid. Please sign a new one and retry.', oauthError: 'invalid_dpop_proof', reason: 'invalid DPoP proof' },
+  // RFC 9470 3: the token is valid, but its login is too weak or too old for this route; the challenge says what would do.
+  insufficient_user_authentication: { status: 401, message: 'Please log in again with a stronger or more recent authentication to do this.', oauthError: 'insufficient_user_authentication', reason: 'the login is too weak or too old for this' },
   insufficient_scope: { status: 403, message: 'You are not allowed to do this. Ask for the access you need.', oauthError: 'insufficient_scope', reason: 'the token does not grant this' },
   route_not_found: { status: 404, message: 'No service answers at this address.', oauthError: 'not_found', reason: 'no route matches the request' },
   method_not_allowed: { status: 405, message: 'This method is not allowed at this address.', oauthError: 'invalid_request', reason: 'method not allowed' },
@@ -72,6 +74,8 @@ export const ERRORS = {
   identity_provider_not_ready: { status: 503, message: 'The service is temporarily unavailable. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'the identity provider keys are not held yet' },
   identity_provider_timeout: { status: 504, message: 'The identity provider did not answer in time. Please retry later.', oauthError: 'temporarily_unavailable', reason: 'identity provider timed out' },
   reauthentication_required: { status: 403, message: 'Please log in again with your password to do this.', oauthError: 'insufficient_scope', reason: 'needs a password login from the last few minutes' },
+  // Enrolling a second factor: the code does not match the secret shown (or was used already).
+  one_time_code_refused: { status: 400, message: 'The code is not valid. Please enter the current code from your app.', oauthError: 'invalid_grant', reason: 'wrong or used one-time code' },
   api_key_limit: { status: 409, message: 'You hold as many API keys as you may. Revoke one first.', oauthError: 'invalid_request', reason: 'too many API keys' },
   api_key_not_found: { status: 404, message: 'No such API key.', oauthError: 'not_found', reason: 'unknown API key' },
   api_key_managed_by_operator: { status: 403, message: 'This API key is managed by an operator. Ask them to revoke it.', oauthError: 'insufficient_scope', reason: 'an operator made the key' },

@@ -16,6 +16,10 @@ export interface Principal {
   sessionStartedAtMs?: number;
   /** When the session itself ends, epoch ms: no tunnel outlives it, whatever its route says about token expiry. */
   sessionEndsAtMs: number;
+  /** The level the session's login reached (the token's `acr`); undefined on a token without one. */
+  acr?: string | undefined;
+  /** When the user last proved themselves (the token's `auth_time`), epoch seconds; undefined when it does not say. */
+  authTimeS?: number | undefined;
   /** The token's roles (its claim): what route rules weigh, less any taken away since (see authz/). */
   roles: readonly string[];
   /** The token's scopes; undefined: not narrowed by scope. */

@@ -30,6 +30,10 @@ export const ACCOUNT_SESSIONS_PATH = '/api/v1/account/sessions';
 export const ACCOUNT_SESSION_PATH = '/api/v1/account/sessions/:id';
 /** The caller's own quotas: used, remaining and reset of each (limits/quotas/). */
 export const ACCOUNT_LIMITS_PATH = '/api/v1/account/limits';
+/** Second factors (step-up): what the user has, and TOTP enrolment. */
+export const ACCOUNT_FACTORS_PATH = '/api/v1/account/factors';
+export const ACCOUNT_TOTP_PATH = '/api/v1/account/factors/totp';
+export const ACCOUNT_TOTP_CONFIRM_PATH = '/api/v1/account/factors/totp/confirm';
 
 /** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
@@ -37,6 +41,9 @@ export const ACCOUNT_PAGE_SLASH_PATH = '/account/';
 export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
 export const ACCOUNT_PAGE_LIMITS_SCRIPT_PATH = '/account/account-limits.js';
+/** The modules the page's script imports, one per concern, each beside it under /account/. */
+export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js'] as const;
+export const ACCOUNT_PAGE_MODULE_PATHS: readonly string[] = ACCOUNT_PAGE_MODULES.map((file) => `/account/${file}`);
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
 
@@ -72,11 +79,15 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_SESSIONS_PATH,
   ACCOUNT_SESSION_PATH,
   ACCOUNT_LIMITS_PATH,
+  ACCOUNT_FACTORS_PATH,
+  ACCOUNT_TOTP_PATH,
+  ACCOUNT_TOTP_CONFIRM_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,
   ACCOUNT_PAGE_SCRIPT_PATH,
   ACCOUNT_PAGE_LIMITS_SCRIPT_PATH,
+  ...ACCOUNT_PAGE_MODULE_PATHS,
   ACCOUNT_PAGE_ICON_PATH,
   REQUEST_STATUS_PATH,
   SHORT_REQUEST_STATUS_PATH,

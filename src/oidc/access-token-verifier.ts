@@ -36,6 +36,10 @@ export interface VerifiedProviderToken {
   confirmationThumbprint?: string;
   /** Every claim of the token as verified: route quotas key on them (`tenant`, `plan`, `azp`). */
   claims: Readonly<Record<string, unknown>>;
+  /** The level the provider's login reached (`acr`), as it names it. */
+  acr?: string;
+  /** When the user last proved themselves at the provider (`auth_time`), epoch seconds. */
+  authTimeS?: number;
 }
 
 export class ProviderTokenVerifier {
@@ -112,6 +116,8 @@ export class ProviderTokenVerifier {
       ...(typeof payload.scope === 'string' && { scopes: payload.scope.split(' ').filter(Boolean) }),
       ...confirmationOf(payload),
       claims: payload,
+      ...(typeof payload.acr === 'string' && payload.acr !== '' && { acr: payload.acr }),
+      ...(Number.isSafeInteger(payload.auth_time) && { authTimeS: payload.auth_time as number }),
     };
   }
 }

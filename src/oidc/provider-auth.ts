@@ -3,7 +3,8 @@
 // issues the tokens.
 //
 // Invariants: an API key typed as the password goes to the provider as the password; every token set the provider
-// hands out passes the gateway's own bearer rule before the client gets it (else 502, a provider fault).
+// hands out passes the gateway's own bearer rule before the client gets it (else 502, a provider fault). A step-up
+// passes `acr_values` and `max_age` on to the provider, and a login whose token is below the levels asked is refused.
 // Why: docs/decisions/0018-provider-mode-login-and-roles.md
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
@@ -11,11 +12,13 @@ import type { AttemptContext, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
 import type { LoginAudit } from '../auth/login-audit.js';
 import { LoginGuard } from '../auth/login-guard.js';
+import type { LoginFactors } from '../auth/login-factors.js';
 import type { Principal } from '../core/principal.js';
 import { SESSION_ENDED } from '../auth/token-check.js';
 import { gatehouseError, isGatehouseError } from '../core/errors.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { ProviderSessionStore } from '../store/store.js';
+import { acrMeets } from '../tokens/authentication-context.js';
 import { TokenError, type TokenSet } from '../tokens/types.js';
 import type { ProviderConnection } from './provider-connection.js';
 import { tokenSessionId } from './provider-token-check.js';
@@ -31,6 +34,8 @@ export interface ProviderAuthOptions {
   endedSessionTtlS: number;
   /** Told of every token set the provider hands out, before it is checked (several providers: where its opaque tokens came from). */
   onTokens?: (tokens: TokenSet) => Promise<void>;
+  /** The provider's levels, lowest first (`identity.acrValues`): whether a login reached the levels it asked for. */
+  acrRanks: readonly string[];
 }
 
 export class ProviderAuth implements Authentication {
@@ -42,8 +47,13 @@ export class ProviderAuth implements Authentication {
     this.#guard = new LoginGuard(options.throttle, options.audit);
   }
 
-  /** Spec 4.1 through the provider's password grant; throttled in front of it like a local login. */
-  async login(username: string, password: string, context: AttemptContext): Promise<TokenSet> {
+  /**
+   * Spec 4.1 through the provider's password grant; throttled in front of it
+   * like a local login. A step-up's `acr_values` and `max_age` go to the
+   * provider, which runs its own factors; the session is the provider's new
+   * one (a bearer token sent along does not carry over to it).
+   */
+  async login(username: string, password: string, context: AttemptContext, factors: LoginFactors = {}): Promise<TokenSet> {
     const { connection } = this.#options;
     // Only the provider's refusal of the credentials (invalid_user_credentials) counts as a failed guess; its outage does not.
     // The provider's users are not known here: no username is written on a refusal's line.
@@ -51,9 +61,18 @@ export class ProviderAuth implements Authentication {
       { username, password, context, knownUser: false },
       {
         check: async () => {
-          const tokens = await (await connection.connect()).client.login(username, password);
+          const { client } = await connection.connect();
+          const tokens = await client.login(username, password, factors);
           await this.#options.onTokens?.(tokens);
-          return { tokens, who: await this.#admitted(tokens.access_token) };
+          const who = await this.#admitted(tokens.access_token);
+          if (!this.#reachedLevel(who, factors)) {
+            // The tokens are never handed out: their grant is ended at the provider when it can be.
+            if (client.canRevoke) await client.revoke(tokens.refresh_token).catch(() => undefined);
+            throw gatehouseError('insufficient_user_authentication', {
+              reason: `the provider's login reached ${who.acr ?? 'no named level'}, not one of ${factors.acrValues!.join(', ')}`,
+            });
+          }
+          return { tokens, who };
         },
         start: async ({ tokens, who }) => ({ result: tokens, admitted: { username: who.username, sub: who.sub, sid: who.sid } }),
       },
@@ -108,6 +127,11 @@ export class ProviderAuth implements Authentication {
     const own = tokenSessionId(token);
     if (own !== principal.sid) await store.endProviderSession(own, untilMs);
     logger.info({ event: 'logout', sub: principal.sub, sid: principal.sid }, 'session ended');
+  }
+
+  /** OIDC Core 3.1.2.1 lets a provider answer below the `acr_values` asked: such a login is no step-up, and is refused as one. */
+  #reachedLevel(who: Principal, { acrValues }: LoginFactors): boolean {
+    return acrValues === undefined || acrMeets(who.acr, acrValues, this.#options.acrRanks);
   }
 
   /**

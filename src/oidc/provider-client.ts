@@ -40,10 +40,12 @@ export class OidcProviderClient {
     return this.#config.serverMetadata();
   }
 
-  /** Spec 4.1 through the provider: the password grant. */
-  async login(username: string, password: string): Promise<TokenSet> {
+  /** Spec 4.1 through the provider: the password grant; a step-up passes on the levels and the most age wanted (OIDC Core 3.1.2.1). */
+  async login(username: string, password: string, stepUp: { acrValues?: readonly string[] | undefined; maxAgeS?: number | undefined } = {}): Promise<TokenSet> {
     const parameters: Record<string, string> = { username, password, scope: this.#settings.scopes.join(' ') };
     if (this.#settings.audience) parameters.resource = this.#settings.audience;
+    if (stepUp.acrValues !== undefined) parameters.acr_values = stepUp.acrValues.join(' ');
+    if (stepUp.maxAgeS !== undefined) parameters.max_age = String(stepUp.maxAgeS);
     return this.#grant(() => client.genericGrantRequest(this.#config, 'password', parameters), 'invalid_user_credentials');
   }
 

@@ -80,6 +80,18 @@ export class ProviderConnection {
     clearTimeout(this.#retryTimer);
   }
 
+  /** Levels configured (`identity.acrValues`) that the provider's discovery does not list: routes asking for them may never be met. */
+  #warnOfUnknownLevels(supported: unknown): void {
+    const listed = Array.isArray(supported) ? supported : [];
+    const unknown = this.#options.settings.acrValues.filter((value) => !listed.includes(value));
+    if (unknown.length > 0) {
+      this.#logger.warn(
+        { event: 'oidc_acr_values_unlisted', acrValues: unknown },
+        "identity.acrValues names levels the provider's discovery does not list in acr_values_supported",
+      );
+    }
+  }
+
   async #discover(): Promise<ProviderParts> {
     const { settings, clockToleranceS } = this.#options;
     try {
@@ -89,6 +101,7 @@ export class ProviderConnection {
       const verifier = new ProviderTokenVerifier({ issuer, jwksUri, settings, clockToleranceS, cooldownMs: settings.keySetRefetchCooldownS * 1000 });
       verifier.onStaleKeys = (error) =>
         this.#logger.warn({ event: 'oidc_stale_keys', err: error }, 'the provider key set could not be refetched; verifying with the last good keys');
+      this.#warnOfUnknownLevels(client.metadata.acr_values_supported);
       this.#parts = { client, verifier };
       this.#lastFailure = undefined;
       return this.#parts;

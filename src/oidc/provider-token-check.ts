@@ -8,7 +8,8 @@
 // trusted no longer than that, so a revocation at the provider is seen within
 // it. Either kind is refused once its session was ended here (a logout).
 // Both carry the roles of their provider session as last seen
-// (session-roles.ts), so the route rules treat every token of a session alike.
+// (session-roles.ts), so the route rules treat every token of a session alike;
+// an access token's `acr` and `auth_time` are the provider's (step-up).
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader } from 'jose';
 import type { Principal } from '../core/principal.js';
@@ -101,6 +102,8 @@ export class ProviderTokenCheck implements TokenCheck {
       scopes: verified.scopes,
       confirmationThumbprint: verified.confirmationThumbprint,
       claims: verified.claims,
+      acr: verified.acr,
+      authTimeS: verified.authTimeS,
     });
   }
 
@@ -169,9 +172,12 @@ interface PrincipalParts {
   scopes: string[] | undefined;
   /** A DPoP-bound access token's key (`cnf.jkt`): the bearer rule asks for its proof. */
   confirmationThumbprint?: string | undefined;
+  /** The provider's `acr` and `auth_time` (access tokens; an introspected refresh token names neither here). */
+  acr?: string | undefined;
+  authTimeS?: number | undefined;
 }
 
-function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint, claims }: PrincipalParts): Principal {
+function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, confirmationThumbprint, claims, acr, authTimeS }: PrincipalParts): Principal {
   // The same shape as a local principal (token-check.ts), frozen likewise.
   return Object.freeze({
     sub: identity.sub,
@@ -185,6 +191,8 @@ function principal({ provider, sid, tokenType, identity, expiresAtMs, scopes, co
     sessionStartedAtMs: undefined,
     // The provider's session end is not known here: no tunnel outlives the token it was opened with.
     sessionEndsAtMs: expiresAtMs,
+    acr,
+    authTimeS,
     roles: identity.roles ?? [],
     scopes,
     readOnly: false,

@@ -20,6 +20,7 @@ import type { UsersLoss } from '../users/store-users.js';
 import type { LoginThrottle } from '../limits/login-throttle.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AuditRecorder } from '../audit/recorder.js';
+import { SecondFactors } from '../factors/second-factors.js';
 import { BackchannelLogout, type LogoutTokenReceiver } from '../oidc/backchannel-logout.js';
 import { ProviderAuth } from '../oidc/provider-auth.js';
 import { ProviderConnection } from '../oidc/provider-connection.js';
@@ -61,7 +62,7 @@ export interface SeveralProviders {
   auth: Authentication;
   bearer: BearerAuthenticator;
   /** The local users among the providers, with their provider's name (the account page is theirs only). */
-  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; provider: string };
+  local?: { users: LocalIdentityProvider; usersFile: string; service: AuthService; factors: SecondFactors; provider: string };
   backchannelLogout?: LogoutTokenReceiver;
   usersLoss?: () => UsersLoss | undefined;
   close(): Promise<void>;
@@ -115,7 +116,7 @@ export async function createSeveralProviders(deps: SeveralProvidersDeps): Promis
       await origins.remember(tokens.access_token, entry.name, endedSessionTtlS * 1000);
       await origins.remember(tokens.refresh_token, entry.name, endedSessionTtlS * 1000);
     };
-    byName.set(entry.name, new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS, onTokens }));
+    byName.set(entry.name, new ProviderAuth({ connection, bearer, store, throttle, audit, logger, endedSessionTtlS, onTokens, acrRanks: one.acrValues }));
     const sessionPrefix = providerSessionPrefix(entry.name);
     logouts.set(
       entry.issuer,
@@ -132,12 +133,15 @@ export async function createSeveralProviders(deps: SeveralProvidersDeps): Promis
     );
   }
   let service: AuthService | undefined;
+  let factors: SecondFactors | undefined;
   if (localEntry && local) {
     const { policy } = config.tokens.dpop;
-    const tokenIssuer = new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS });
+    const tokenIssuer = new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS, acr: config.tokens.acr });
+    // Second factors live with the local users; the codes used, in the store (as with the local provider alone).
+    factors = new SecondFactors({ users: local.users, store });
     const guarded = { throttle, audit, dpop: { check: dpop, required: policy === 'required' } };
     const provider = localEntry.name;
-    service = new AuthService({ identity: local.users, store, issuer: tokenIssuer, verifier, bearer, refreshTokenTtlS, logger, ...guarded, provider });
+    service = new AuthService({ identity: local.users, store, issuer: tokenIssuer, verifier, bearer, refreshTokenTtlS, logger, ...guarded, provider, factors });
     byName.set(localEntry.name, service);
   }
   const defaultProvider = settings.defaultProvider ?? settings.providers[0]!.name;
@@ -146,7 +150,10 @@ export async function createSeveralProviders(deps: SeveralProvidersDeps): Promis
     identity,
     auth,
     bearer,
-    ...(service && localEntry && local && { local: { users: local.users, usersFile: localEntry.usersFile, service, provider: localEntry.name } }),
+    ...(service &&
+      factors &&
+      localEntry &&
+      local && { local: { users: local.users, usersFile: localEntry.usersFile, service, factors, provider: localEntry.name } }),
     ...(logouts.size > 0 && { backchannelLogout: new BackchannelLogouts(logouts) }),
     ...(local?.usersLoss && { usersLoss: local.usersLoss }),
     close: async () => {

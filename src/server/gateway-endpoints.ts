@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AccountService } from '../account/account-service.js';
 import { accountPage } from '../account/account-page.js';
 import { accountRoutes, type AccountRoutesOptions } from '../account/account-routes.js';
+import type { SecondFactors } from '../factors/second-factors.js';
 import { authRoutes } from '../auth/auth-routes.js';
 import type { AuthService, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
@@ -42,6 +43,8 @@ export interface GatewayEndpointParts {
   account?: AccountService | undefined;
   /** The caller's own quotas, for the account API. */
   ownLimits?: AccountRoutesOptions['ownLimits'];
+  /** Local users' second factors, enrolled through the account API. */
+  factors?: SecondFactors | undefined;
   /** A fronted provider's back-channel logout (oidc mode). */
   backchannelLogout?: LogoutTokenReceiver | undefined;
   /** Refused logout tokens per address, with `backchannelLogout`. */
@@ -75,7 +78,8 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
   }
   if (parts.account) {
     const { ownLimits } = parts;
-    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays, ownLimits });
+    const { maxKeyLifetimeDays } = config.account;
+    await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays, ownLimits, factors: parts.factors });
     await app.register(accountPage);
   }
   await app.register(statusRoutes, {

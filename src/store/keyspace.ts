@@ -43,6 +43,11 @@ export class Keyspace {
     return `${this.prefix}dpop-jti:{${jti}}`;
   }
 
+  /** A one-time code taken by any instance (its user and time step), kept while the code could still be accepted. */
+  oneTimeCode(id: string): string {
+    return `${this.prefix}otp-used:{${id}}`;
+  }
+
   /** A user's sessions, a sorted set by creation time; the `{sub}` hash tag gives each user's set one slot. */
   userSessions(sub: string): string {
     return `${this.prefix}user-sessions:{${sub}}`;

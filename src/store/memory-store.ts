@@ -41,6 +41,7 @@ export class MemoryStore implements Store {
    * are the first to leave the acceptance window anyway.
    */
   private readonly dpopProofs: LRUCache<string, number>;
+  private readonly oneTimeCodes: LRUCache<string, number>;
   /** DPoP server nonces by epoch, until when they are kept. */
   private readonly dpopNonces = new Map<number, { value: string; untilMs: number }>();
   private readonly maxSessionsPerUser: number;
@@ -59,6 +60,7 @@ export class MemoryStore implements Store {
     this.maxSessions = options.maxSessions ?? DEFAULT_MEMORY_MAX_SESSIONS;
     this.maxRequests = options.maxRequests ?? DEFAULT_MEMORY_MAX_REQUESTS;
     this.dpopProofs = new LRUCache<string, number>({ max: this.maxSessions });
+    this.oneTimeCodes = new LRUCache<string, number>({ max: this.maxSessions });
     this.revocations = new Listeners<string>('session revocation', this.logger);
     this.statusChanges = new Listeners<RequestStatusChange>('request status', this.logger);
     // Without the sweep, sessions that are never read again (the common case:
@@ -220,6 +222,13 @@ export class MemoryStore implements Store {
     const now = Date.now();
     if ((this.dpopProofs.get(jti) ?? 0) > now) return false;
     this.dpopProofs.set(jti, now + ttlMs);
+    return true;
+  }
+
+  async rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean> {
+    const now = Date.now();
+    if ((this.oneTimeCodes.get(id) ?? 0) > now) return false;
+    this.oneTimeCodes.set(id, now + ttlMs);
     return true;
   }
 

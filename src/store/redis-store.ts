@@ -183,6 +183,11 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.set(this.keys.dpopProof(jti), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
   }
 
+  async rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean> {
+    // SET NX, as for DPoP proofs: every instance refuses a code another one took.
+    return (await this.run(() => this.client.set(this.keys.oneTimeCode(id), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  }
+
   async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
     const key = this.keys.dpopNonce(epoch);
     // The first writer's value wins; everyone, the writer included, reads the winner's.

@@ -199,6 +199,16 @@ export interface DpopStore {
   shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string>;
 }
 
+/** Second factors: the one-time codes used, so none is taken twice (RFC 6238 5.2). */
+export interface SecondFactorStore {
+  /**
+   * Remembers a used one-time code (its user and time step, never the code
+   * itself) for `ttlMs`, on every instance: true the first time, false when
+   * any instance took it in that time. Atomic: of two concurrent uses, one wins.
+   */
+  rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean>;
+}
+
 /** The records of asynchronous operations (202s) and their status changes. */
 export interface RequestRecordStore extends StoreFeed {
   /**
@@ -225,6 +235,7 @@ export interface Store
     SessionStore,
     ProviderSessionStore,
     DpopStore,
+    SecondFactorStore,
     RequestRecordStore,
     LimitsStore,
     ApiKeysStore,

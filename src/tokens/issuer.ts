@@ -2,10 +2,12 @@
 // token; a refresh gets a new access token and keeps its refresh token
 // (spec 5.7: refresh tokens are not rotated). No token outlives its session.
 import { randomUUID } from 'node:crypto';
+import { DEFAULT_ACR_MFA, DEFAULT_ACR_PASSWORD } from '../config/defaults.js';
 import type { SessionRecord } from '../store/store.js';
 import type { Grants } from '../users/identity-provider.js';
 import { signCompactJws } from './compact-jws.js';
 import type { KeySet } from './keyset.js';
+import { acrOf, type AcrNames, type AuthenticationContext } from './authentication-context.js';
 import type { TokenType } from '../core/vocabulary.js';
 import { TokenError, type TokenClaims, type TokenSet } from './types.js';
 
@@ -15,6 +17,8 @@ export interface TokenIssuerOptions {
   audience: string;
   accessTokenTtlS: number;
   refreshTokenTtlS: number;
+  /** The `acr` name of each level (`tokens.acr`); absent, the defaults. */
+  acr?: AcrNames;
 }
 
 /**
@@ -26,7 +30,7 @@ export function canonicalIssuer(issuer: string): string {
 }
 
 /** The claims a session's tokens share; `iat`, `exp`, `jti` and `typ` differ per token. */
-type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr' | 'roles' | 'groups' | 'scope' | 'ro' | 'cnf'>;
+type SessionClaims = Pick<TokenClaims, 'sub' | 'sid' | 'preferred_username' | 'amr' | 'acr' | 'auth_time' | 'roles' | 'groups' | 'scope' | 'ro' | 'cnf'>;
 
 /** The authorization claims of a session's grants; none when the identity carries none. */
 function grantClaims(grants: Grants | undefined): Pick<TokenClaims, 'roles' | 'groups' | 'scope' | 'ro'> {
@@ -48,6 +52,7 @@ export class TokenIssuer {
   readonly #audience: string;
   readonly #accessTokenTtlS: number;
   readonly #refreshTokenTtlS: number;
+  readonly #acr: AcrNames;
 
   constructor(options: TokenIssuerOptions) {
     this.#keys = options.keys;
@@ -55,13 +60,21 @@ export class TokenIssuer {
     this.#audience = options.audience;
     this.#accessTokenTtlS = options.accessTokenTtlS;
     this.#refreshTokenTtlS = options.refreshTokenTtlS;
+    this.#acr = options.acr ?? { password: DEFAULT_ACR_PASSWORD, mfa: DEFAULT_ACR_MFA };
+  }
+
+  /** The configured name of each level. */
+  get acrNames(): AcrNames {
+    return this.#acr;
   }
 
   /**
    * A new login: both tokens. The refresh token ends with the session (capped at the refresh lifetime).
    * `jkt`: the thumbprint of the key the login's DPoP proof was signed with; both tokens are bound to it.
+   * `authentication`: what the login proved and when; absent, the session's method at its start.
+   * A step-up signs a new set for a session that exists: same `sid`, the new proof.
    */
-  async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants, jkt?: string): Promise<TokenSet> {
+  async issueTokenSet(session: SessionRecord, now = Date.now(), grants?: Grants, jkt?: string, authentication?: AuthenticationContext): Promise<TokenSet> {
     const iat = epochSeconds(now);
     // A key that expires sooner ends the session's tokens then.
     const refreshExp = Math.min(Math.floor(session.expiresAt / 1000), iat + this.#refreshTokenTtlS, Math.floor((grants?.notAfterMs ?? Infinity) / 1000));
@@ -71,7 +84,7 @@ export class TokenIssuer {
       sub: session.sub,
       sid: session.sid,
       preferred_username: session.username,
-      amr: [session.method],
+      ...this.#authenticationClaims(authentication ?? { amr: [session.method], authTimeS: epochSeconds(session.createdAt) }),
       ...grantClaims(grants),
       ...(jkt !== undefined && { cnf: { jkt } }),
     };
@@ -104,6 +117,9 @@ export class TokenIssuer {
       sid: refresh.sid,
       preferred_username: refresh.preferred_username,
       amr: [...refresh.amr],
+      // A refresh is not a new authentication: the level and its time stay the login's.
+      ...(refresh.acr !== undefined && { acr: refresh.acr }),
+      ...(refresh.auth_time !== undefined && { auth_time: refresh.auth_time }),
       // The grants as they are now: a role given since the login reaches the session here.
       ...grantClaims(grants),
       ...(jkt !== undefined && { cnf: { jkt } }),
@@ -117,6 +133,10 @@ export class TokenIssuer {
     };
   }
 
+  #authenticationClaims({ amr, authTimeS }: AuthenticationContext): Pick<TokenClaims, 'amr' | 'acr' | 'auth_time'> {
+    return { amr: [...amr], acr: acrOf(amr, this.#acr), auth_time: authTimeS };
+  }
+
   /** The compact JWS jose's SignJWT would write (same header, same claims in the same order): compact-jws.ts. */
   async #sign(claims: SessionClaims, typ: TokenType, iat: number, exp: number): Promise<string> {
     const payload = {
@@ -124,6 +144,8 @@ export class TokenIssuer {
       sid: claims.sid,
       preferred_username: claims.preferred_username,
       amr: claims.amr,
+      ...(claims.acr !== undefined && { acr: claims.acr }),
+      ...(claims.auth_time !== undefined && { auth_time: claims.auth_time }),
       ...(claims.roles !== undefined && { roles: claims.roles }),
       ...(claims.groups !== undefined && { groups: claims.groups }),
       ...(claims.scope !== undefined && { scope: claims.scope }),

@@ -1,5 +1,5 @@
 // The shapes of what the token issuer hands out and the verifier accepts.
-import type { AuthMethod, TokenType } from '../core/vocabulary.js';
+import type { AuthMethodReference, TokenType } from '../core/vocabulary.js';
 
 export interface TokenClaims {
   iss: string;
@@ -12,8 +12,12 @@ export interface TokenClaims {
   /** The login session; logout ends every token that carries it. */
   sid: string;
   preferred_username: string;
-  /** How the login proved the user (RFC 8176 style): `pwd` or `api_key`. */
-  amr: AuthMethod[];
+  /** How the login proved the user (RFC 8176): `pwd` or `api_key`, and any second factor (`otp`, `hwk`, `swk`, `user`). */
+  amr: AuthMethodReference[];
+  /** The level the login reached (OIDC Core 2, one of `tokens.acr`); absent on tokens signed before levels were. */
+  acr?: string;
+  /** When the user last proved themselves, epoch seconds (OIDC Core 2); a refresh keeps it. */
+  auth_time?: number;
   /** The session's roles and groups when the token was signed (a scoped API key's: narrowed). */
   roles?: string[];
   groups?: string[];

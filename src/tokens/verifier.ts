@@ -12,7 +12,7 @@
 import { verify as verifySignature } from 'node:crypto';
 import type { JWTHeaderParameters } from 'jose';
 import type { SigningAlgorithm } from '../config/schema.js';
-import type { AuthMethod, TokenType } from '../core/vocabulary.js';
+import { AUTH_METHOD_REFERENCES, type AuthMethodReference, type TokenType } from '../core/vocabulary.js';
 import { canonicalIssuer } from './issuer.js';
 import { keyObjectOf } from './key-material.js';
 import type { KeySet } from './keyset.js';
@@ -65,7 +65,7 @@ function isCanonicalCompactJws(token: string): boolean {
 
 const REQUIRED_CLAIMS = ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'];
 
-const AUTH_METHODS: ReadonlySet<unknown> = new Set<AuthMethod>(['pwd', 'api_key']);
+const AUTH_METHODS: ReadonlySet<unknown> = new Set<AuthMethodReference>(AUTH_METHOD_REFERENCES);
 
 export class TokenVerifier {
   readonly #keys: KeySet;
@@ -177,8 +177,10 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     throw new TokenError('malformed token');
   }
   if (!(accept as readonly string[]).includes(typ)) throw new TokenError('wrong token type');
-  const { roles, groups, scope, ro, cnf } = payload;
+  const { roles, groups, scope, ro, cnf, acr, auth_time } = payload;
   if (
+    (acr !== undefined && !isNonEmptyString(acr)) ||
+    (auth_time !== undefined && !isNumericDate(auth_time)) ||
     (roles !== undefined && !isNameList(roles)) ||
     (groups !== undefined && !isNameList(groups)) ||
     (scope !== undefined && typeof scope !== 'string') ||
@@ -198,6 +200,8 @@ function tokenClaims(payload: Record<string, unknown>, accept: readonly TokenTyp
     sid,
     preferred_username,
     amr,
+    ...(acr !== undefined && { acr }),
+    ...(auth_time !== undefined && { auth_time }),
     ...(roles !== undefined && { roles }),
     ...(groups !== undefined && { groups }),
     ...(scope !== undefined && { scope }),
@@ -225,6 +229,6 @@ function isNumericDate(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
-function isAmr(value: unknown): value is AuthMethod[] {
+function isAmr(value: unknown): value is AuthMethodReference[] {
   return Array.isArray(value) && value.length > 0 && value.every((method) => AUTH_METHODS.has(method));
 }

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin';
 import type { JWK } from 'jose';
 import type { TokensConfig } from '../config/schema.js';
 import { INTROSPECTION_ENDPOINT_PATH, JWKS_PATH, OPENID_CONFIGURATION_PATH, REVOCATION_ENDPOINT_PATH, TOKEN_ENDPOINT_PATH } from '../http/gateway-paths.js';
+import { acrValuesSupported, type AcrNames } from './authentication-context.js';
 import { canonicalIssuer } from './issuer.js';
 import type { KeySet } from './keyset.js';
 
@@ -21,7 +22,7 @@ const CACHE_CONTROL = 'public, max-age=300';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Exactly the claims the issuer puts into every token (TokenClaims). */
-export const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'] as const;
+export const CLAIMS_SUPPORTED = ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr', 'acr', 'auth_time'] as const;
 
 export interface OpenIdConfiguration {
   issuer: string;
@@ -36,6 +37,8 @@ export interface OpenIdConfiguration {
   response_types_supported: string[];
   subject_types_supported: string[];
   claims_supported: string[];
+  /** OpenID Connect Discovery 3: the `acr` names tokens carry and routes ask for (`tokens.acr`), lowest level first. */
+  acr_values_supported?: string[];
   /** OpenID Connect Back-Channel Logout 1.0: Gatehouse sends no logout tokens to its clients, and says so. */
   backchannel_logout_supported: false;
   /** RFC 9449 5.1: the algorithms a DPoP proof may be signed with (`tokens.dpop.algorithms`). */
@@ -50,7 +53,7 @@ export interface OpenIdConfiguration {
  * access-token algorithms are on the keys in the JWKS (`alg`), where a
  * verifier looks. No client authentication, so no client-auth algorithms.
  */
-export function openIdConfiguration(issuer: string, dpopAlgorithms?: readonly string[]): OpenIdConfiguration {
+export function openIdConfiguration(issuer: string, dpopAlgorithms?: readonly string[], acr?: AcrNames): OpenIdConfiguration {
   const base = canonicalIssuer(issuer);
   return {
     issuer: base,
@@ -67,6 +70,7 @@ export function openIdConfiguration(issuer: string, dpopAlgorithms?: readonly st
     response_types_supported: [],
     subject_types_supported: ['public'],
     claims_supported: [...CLAIMS_SUPPORTED],
+    ...(acr !== undefined && { acr_values_supported: acrValuesSupported(acr) }),
     // A client cannot register a back-channel logout URI here: sessions end at the gateway itself, on every instance.
     backchannel_logout_supported: false,
     // The token endpoint binds tokens to the key of a DPoP proof sent with the request.
@@ -117,7 +121,7 @@ function memoizedJson<S extends object>(build: (source: S) => unknown): (source:
 
 const wellKnownRoutesPlugin: FastifyPluginAsync<WellKnownRoutesOptions> = async (fastify, { keys, tokens }) => {
   const jwksJson = memoizedJson(jwksDocument);
-  const configurationJson = JSON.stringify(openIdConfiguration(tokens.issuer, tokens.dpop.algorithms));
+  const configurationJson = JSON.stringify(openIdConfiguration(tokens.issuer, tokens.dpop.algorithms, tokens.acr));
 
   fastify.get(JWKS_PATH, async (_request, reply) => {
     return reply.header('cache-control', CACHE_CONTROL).type(JSON_TYPE).send(jwksJson(keys.publicJwks()));

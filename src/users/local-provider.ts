@@ -18,7 +18,7 @@ import { apiKeySecretMatches, hashApiKeySecret, parseApiKey } from './api-keys.j
 import type { AuthenticateOptions, Grants, Identity, IdentityProvider, SessionHolder } from './identity-provider.js';
 import { EqualTimePasswordCheck } from './equal-time-password-check.js';
 import type { PasswordCheckOptions } from './password-check-options.js';
-import { emptyUsersFile, isApiKeyActive, type ApiKeyRecord, type UsersFileData } from './users-file.js';
+import { emptyUsersFile, isApiKeyActive, type ApiKeyRecord, type UserRecord, type UsersFileData } from './users-file.js';
 import { buildSnapshot, grantsOf, sessionKeyScope, type IndexedKey, type Snapshot } from './users-snapshot.js';
 import { fileUsersSource, type UsersChange, type UsersSource } from './users-source.js';
 
@@ -182,10 +182,10 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
     return holds;
   }
 
-  /** The user of that id as the file says: name, creation, roles, groups; undefined when unknown. */
-  userOf(sub: string): { username: string; createdAt: string; roles: readonly string[]; groups: readonly string[] } | undefined {
-    const user = this.#snapshot.byId.get(sub);
-    return user && { username: user.username, createdAt: user.record.createdAt, roles: user.record.roles ?? [], groups: user.record.groups ?? [] };
+  /** The user of that id as the file says: name, creation, roles, groups, second factors; undefined when unknown. */
+  userOf(sub: string): (Pick<UserRecord, 'createdAt' | 'factors'> & { username: string; roles: readonly string[]; groups: readonly string[] }) | undefined {
+    const { username, record } = this.#snapshot.byId.get(sub) ?? {};
+    return record && { username: username!, createdAt: record.createdAt, roles: record.roles ?? [], groups: record.groups ?? [], factors: record.factors };
   }
 
   /** The API keys the users file lists for the user, revoked ones included. */

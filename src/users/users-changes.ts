@@ -16,7 +16,8 @@ export type UsersChangeErrorCode =
   | 'unknown_api_key'
   | 'api_key_already_revoked'
   | 'invalid_role'
-  | 'invalid_scope';
+  | 'invalid_scope'
+  | 'unknown_factor';
 
 /** A change the users file cannot take (unknown user, duplicate user, unknown key…). */
 export class UsersChangeError extends Error {

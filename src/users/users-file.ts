@@ -14,6 +14,7 @@ import { KEY_ID_PATTERN } from './api-keys.js';
 import { RoleNameSchema } from '../core/role-name.js';
 import { KeyScopeSchema } from './key-scope.js';
 import { isWellFormedPasswordHash } from '../core/password-hash-format.js';
+import { FactorsSchema } from './factor-records.js';
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,128}$/;
 export const MAX_LABEL_LENGTH = 200;
@@ -52,6 +53,8 @@ const UserRecordSchema = z.strictObject({
   roles: z.array(RoleNameSchema).optional(),
   groups: z.array(RoleNameSchema).optional(),
   apiKeys: z.array(ApiKeyRecordSchema).default([]),
+  /** Second factors (factor-records.ts); absent: the password alone. */
+  factors: FactorsSchema.optional(),
 });
 
 const UsernameSchema = z.string().regex(USERNAME_PATTERN, {

@@ -304,6 +304,9 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
         expiresAtMs: expSeconds(tokens.access_token) * 1000,
         sessionStartedAtMs: session.createdAt,
         sessionEndsAtMs: session.expiresAt,
+        // A password login: one factor, proved when the session began.
+        acr: 'urn:gatehouse:acr:password',
+        authTimeS: Math.floor(session.createdAt / 1000),
         roles: [],
         scopes: undefined,
         readOnly: false,

@@ -1,7 +1,8 @@
 // A real, certified OpenID Provider (oidc-provider) for tests of the `oidc`
 // identity mode: a password grant (registered, as the spec's login needs),
 // JWT access tokens for one resource, opaque refresh tokens that do not
-// rotate, introspection and revocation on. Started on port 0.
+// rotate, introspection and revocation on. Started on port 0. With two
+// `acrValues`, tokens carry the level and time of their session's login.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,8 @@ export interface TestUser {
   apiKeys?: string[];
   roles?: string[];
   groups?: string[];
+  /** The user can reach the provider's highest `acr` (when a login asks for it in `acr_values`). */
+  secondFactor?: boolean;
 }
 
 export interface TestOpenIdProvider {
@@ -35,6 +38,8 @@ export interface TestOpenIdProvider {
    * client's back-channel logout URI (the `backchannelLogoutUri` option).
    */
   logout(sub: string, sid: string): Promise<void>;
+  /** The step-up parameters each password grant sent (`acr_values`, `max_age`), in order. */
+  readonly stepUps: Array<{ acr_values?: string; max_age?: string }>;
   /** Signs any claims with the provider's current signing key (tests of tokens the provider would never issue). */
   sign(claims: JWTPayload, header?: Partial<JWTHeaderParameters>): Promise<string>;
   close(): Promise<void>;
@@ -56,6 +61,12 @@ export interface TestProviderOptions {
   backchannelLogoutUri?: string;
   /** Opaque access tokens: the gateway can check them only at the introspection endpoint. */
   opaqueAccessTokens?: boolean;
+  /**
+   * The provider's levels, lowest first (discovery's `acr_values_supported`):
+   * every token then carries `acr` and `auth_time`; a login reaches the
+   * highest when it asks for it and the user has a `secondFactor`.
+   */
+  acrValues?: [string, string];
 }
 
 export async function startOpenIdProvider(users: Record<string, TestUser>, options: TestProviderOptions = {}): Promise<TestOpenIdProvider> {
@@ -64,12 +75,14 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let key = await signingKey();
-  let provider = await buildProvider(issuer, users, options, key);
+  const stepUps: Array<{ acr_values?: string; max_age?: string }> = [];
+  let provider = await buildProvider(issuer, users, options, key, stepUps);
   let handle = provider.callback();
   const hits = new Map<string, number>();
   const op: TestOpenIdProvider = {
     issuer,
     hits,
+    stepUps,
     intercept: undefined,
     get provider() {
       return provider;
@@ -77,7 +90,7 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
     server,
     rotateKeys: async () => {
       key = await signingKey();
-      provider = await buildProvider(issuer, users, options, key);
+      provider = await buildProvider(issuer, users, options, key, stepUps);
       handle = provider.callback();
     },
     logout: async (sub, sid) => {
@@ -103,10 +116,20 @@ export async function startOpenIdProvider(users: Record<string, TestUser>, optio
   return op;
 }
 
-async function buildProvider(issuer: string, users: Record<string, TestUser>, options: TestProviderOptions, key: Record<string, unknown>): Promise<Provider> {
-  const { accessTokenTtlS = 300, privateKeyJwtClient, backchannelLogoutUri } = options;
+/** The level and time of each provider session's login, by `sid`: every token of the session carries them. */
+const sessionLogins = new Map<string, { acr: string; auth_time: number }>();
+
+async function buildProvider(
+  issuer: string,
+  users: Record<string, TestUser>,
+  options: TestProviderOptions,
+  key: Record<string, unknown>,
+  stepUps: Array<{ acr_values?: string; max_age?: string }>,
+): Promise<Provider> {
+  const { accessTokenTtlS = 300, privateKeyJwtClient, backchannelLogoutUri, acrValues } = options;
   const accessTokenFormat = options.opaqueAccessTokens ? 'opaque' : 'jwt';
   const provider = new Provider(issuer, {
+    ...(acrValues && { acrValues }),
     clients: [
       {
         client_id: TEST_CLIENT.clientId,
@@ -158,14 +181,19 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
     extraTokenClaims: (_ctx: unknown, token: { accountId?: string; sid?: string }) => {
       const user = users[token.accountId ?? ''];
       return user
-        ? { preferred_username: token.accountId, roles: user.roles ?? [], groups: user.groups ?? [], ...(token.sid && { sid: token.sid }) }
+        ? {
+            preferred_username: token.accountId,
+            roles: user.roles ?? [],
+            groups: user.groups ?? [],
+            ...(token.sid && { sid: token.sid, ...sessionLogins.get(token.sid) }),
+          }
         : undefined;
     },
   });
   provider.registerGrantType(
     'password',
     async (ctx: KoaContextWithOIDC) => {
-      const { username, password } = ctx.oidc.params as { username?: string; password?: string };
+      const { username, password, acr_values, max_age } = ctx.oidc.params as Record<string, string | undefined>;
       const user = username ? users[username] : undefined;
       if (!username || !user || !password || (user.password !== password && !user.apiKeys?.includes(password)))
         throw new errors.InvalidGrant('invalid user credentials');
@@ -181,6 +209,11 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
         accessTokenTTL: accessTokenTtlS,
       });
       const sid = randomUUID();
+      stepUps.push({ ...(acr_values && { acr_values }), ...(max_age && { max_age }) });
+      if (acrValues) {
+        const high = acr_values?.split(' ').includes(acrValues[1]) && user.secondFactor === true;
+        sessionLogins.set(sid, { acr: high ? acrValues[1] : acrValues[0], auth_time: Math.floor(Date.now() / 1000) });
+      }
       const accessToken = new provider.AccessToken({ accountId: username, client, grantId, sid, gty: 'password', scope: 'api', resourceServer } as never);
       const refreshToken = new provider.RefreshToken({
         accountId: username,
@@ -199,7 +232,7 @@ async function buildProvider(issuer: string, users: Record<string, TestUser>, op
         scope: 'api',
       };
     },
-    ['username', 'password', 'scope', 'resource'],
+    ['username', 'password', 'scope', 'resource', 'acr_values', 'max_age'],
     ['resource'],
   );
   return provider;

@@ -17,7 +17,7 @@ const AUDIENCE = 'gatehouse';
 const ACCESS_TTL_S = 60;
 const REFRESH_TTL_S = 3600;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-const CLAIM_NAMES = ['amr', 'aud', 'exp', 'iat', 'iss', 'jti', 'preferred_username', 'sid', 'sub', 'typ'];
+const CLAIM_NAMES = ['acr', 'amr', 'aud', 'auth_time', 'exp', 'iat', 'iss', 'jti', 'preferred_username', 'sid', 'sub', 'typ'];
 
 let folder: string;
 let keys: KeySet;
@@ -72,6 +72,8 @@ describe('issueTokenSet (login)', () => {
       sid: 'b1d1c9a4-6c38-4a53-9d0b-0c4c6e0c7f11',
       preferred_username: 'alice',
       amr: ['pwd'],
+      acr: 'urn:gatehouse:acr:password',
+      auth_time: nowS,
     });
     expect(refresh).toEqual({ ...access, typ: 'Refresh', exp: nowS + REFRESH_TTL_S, jti: expect.stringMatching(UUID) });
     expect(refresh.jti).not.toBe(access.jti);

@@ -41,6 +41,7 @@ function tokensConfig(overrides: Partial<TokensConfig> = {}): TokensConfig {
     clients: [],
     cacheMaxEntries: 100,
     dpop: { policy: 'optional', algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'], proofWindowS: 60, requireNonce: false, nonceRotateS: 300 },
+    acr: { password: 'urn:gatehouse:acr:password', mfa: 'urn:gatehouse:acr:mfa' },
     ...overrides,
   };
 }
@@ -120,7 +121,9 @@ describe('GET /.well-known/openid-configuration', () => {
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     response_types_supported: [],
     subject_types_supported: ['public'],
-    claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr'],
+    claims_supported: ['iss', 'sub', 'aud', 'iat', 'exp', 'jti', 'typ', 'sid', 'preferred_username', 'amr', 'acr', 'auth_time'],
+    // OpenID Connect Discovery 3: the levels of tokens.acr, lowest first.
+    acr_values_supported: ['urn:gatehouse:acr:password', 'urn:gatehouse:acr:mfa'],
     // Honest: Gatehouse as a provider sends no back-channel logout tokens.
     backchannel_logout_supported: false,
     // RFC 9449 5.1: the algorithms of tokens.dpop.algorithms.
@@ -152,7 +155,12 @@ describe('GET /.well-known/openid-configuration', () => {
   });
 
   it('is built by a pure function', () => {
-    expect(openIdConfiguration('http://localhost:8080//', ['ES256', 'EdDSA', 'PS256', 'RS256'])).toEqual(expected('http://localhost:8080'));
+    expect(
+      openIdConfiguration('http://localhost:8080//', ['ES256', 'EdDSA', 'PS256', 'RS256'], {
+        password: 'urn:gatehouse:acr:password',
+        mfa: 'urn:gatehouse:acr:mfa',
+      }),
+    ).toEqual(expected('http://localhost:8080'));
   });
 });
 

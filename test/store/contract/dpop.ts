@@ -19,4 +19,5 @@ export function dpopContract(subject: StoreUnderTest): void {
   });
 
   replayMemoryContract('DPoP proof ids', (store, id, ttlMs) => store.rememberDpopProof(id, ttlMs), subject);
+  replayMemoryContract('one-time codes used', (store, id, ttlMs) => store.rememberOneTimeCode(id, ttlMs), subject);
 }
