@@ -173,19 +173,21 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.exists(this.keys.endedProviderSession(sid)))) === 1;
   }
 
-  async rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
-    // SET NX: the first writer wins, on whichever instance; a replay finds the key.
-    return (await this.run(() => this.client.set(this.keys.logoutToken(id), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  // Remembered by SET NX: the first writer wins, and every instance refuses what another one accepted.
+  rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
+    return this.#firstWriter(this.keys.logoutToken(id), ttlMs);
   }
 
-  async rememberDpopProof(jti: string, ttlMs: number): Promise<boolean> {
-    // SET NX, as for logout tokens: every instance refuses a proof another one accepted.
-    return (await this.run(() => this.client.set(this.keys.dpopProof(jti), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  rememberDpopProof(jti: string, ttlMs: number): Promise<boolean> {
+    return this.#firstWriter(this.keys.dpopProof(jti), ttlMs);
   }
 
-  async rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean> {
-    // SET NX, as for DPoP proofs: every instance refuses a code another one took.
-    return (await this.run(() => this.client.set(this.keys.oneTimeCode(id), '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+  rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean> {
+    return this.#firstWriter(this.keys.oneTimeCode(id), ttlMs);
+  }
+
+  async #firstWriter(key: string, ttlMs: number): Promise<boolean> {
+    return (await this.run(() => this.client.set(key, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
   }
 
   async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
@@ -241,11 +243,8 @@ export class RedisStore implements Store {
         { channel: this.feed.statusChannel, message: JSON.stringify(change) },
       ),
     );
-    if (reply === 'applied') {
-      // As with revocations: our own subscriber hears the echo later, and
-      // listeners take a repeated change calmly.
-      this.feed.statusChanges.emit(change);
-    }
+    // As with revocations: our own subscriber hears the echo later, and listeners take a repeated change calmly.
+    if (reply === 'applied') this.feed.statusChanges.emit(change);
     if (reply === 'applied' || reply === 'already_applied') {
       // As for a new record: a report counts as kept once a replica holds it
       // (also a repeat: the first may not have reached one). Unconfirmed, the
@@ -256,14 +255,10 @@ export class RedisStore implements Store {
         await this.run(() => replication.confirm(this.keys.request(id)).catch((error: unknown) => Promise.reject(new UnconfirmedWrite(reply, error))));
       return reply;
     }
-    switch (reply) {
-      case 'unreadable':
-        // Not something this code wrote: as getRequest does, treat it as absent.
-        this.logger.warn({ requestId: id }, 'ignoring an unreadable request record');
-        return 'not_found';
-      default:
-        return reply;
-    }
+    if (reply !== 'unreadable') return reply;
+    // Not something this code wrote: as getRequest does, treat it as absent.
+    this.logger.warn({ requestId: id }, 'ignoring an unreadable request record');
+    return 'not_found';
   }
 
   onRequestStatusChanged(listener: (change: RequestStatusChange) => void): () => void {
