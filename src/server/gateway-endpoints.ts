@@ -73,7 +73,7 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
   }
   if (parts.account) {
     await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays: config.account.maxKeyLifetimeDays });
-    await app.register(accountPage);
+    await app.register(accountPage, { provider: parts.account.provider });
   }
   await app.register(statusRoutes, {
     bearer,
