@@ -606,6 +606,8 @@ function envSection(): string {
     '|---|---|',
     '| `GATEHOUSE_CONFIG` | the config file, when `--config` is not given |',
     ...ENV_OVERRIDES.map(({ env, path }) => `| \`${env}\` | \`${path.join('.')}\` |`),
+    '| `GATEHOUSE_PROVIDER_<NAME>_CLIENT_SECRET` | with `identity.provider: several`, the `clientSecret` of the OpenID Provider ' +
+      'named `<name>` (upper case, dashes as underscores: `GATEHOUSE_PROVIDER_BREAK_GLASS_CLIENT_SECRET`) |',
     '',
   ];
   return lines.join('\n');

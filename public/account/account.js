@@ -24,7 +24,7 @@ async function logIn(event) {
   const response = await fetch('/api/v1/auth/login', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(await proofHeaders('POST', '/api/v1/auth/login').catch(() => ({}))) },
-    body: JSON.stringify({ username, password }),
+    body: JSON.stringify({ username, password, ...(await loginSettings) }),
   }).catch(() => null);
   if (!response?.ok) {
     // A 401 here is this form's own answer, not the API's "log in to carry out this action".
@@ -49,6 +49,21 @@ async function showAccount() {
   $('username').textContent = account.username;
   await Promise.all([showKeys(), showSessions(), showLimits(api, cell)]);
 }
+
+/**
+ * Among several identity providers the page logs in at the local one, by name
+ * (`{ provider }`), whatever the gateway's default is: the account is the
+ * local users' only. With one provider it is `{}`.
+ */
+const loginSettings = fetch('/account/login.json')
+  .then((response) => (response.ok ? response.json() : {}))
+  .then(({ provider }) => (typeof provider === 'string' ? { provider } : {}))
+  .catch(() => ({}));
+loginSettings.then(({ provider }) => {
+  if (provider === undefined) return;
+  $('login-provider-name').textContent = provider;
+  $('login-provider').hidden = false;
+});
 $('login-form').addEventListener('submit', guarded(logIn));
 $('create-form').addEventListener('submit', guarded(createKey));
 $('copy-key').addEventListener('click', guarded(copyKey));

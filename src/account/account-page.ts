@@ -1,13 +1,16 @@
 // The account page at /account: plain HTML, CSS and script modules (one
 // entry, account.js, importing one module per concern), read once at start and served with a strict Content-Security-Policy: nothing
 // inline, nothing from elsewhere, no framing. The page holds its tokens in
-// memory only; this module only hands out the files.
+// memory only; this module only hands out the files, and the login settings
+// (/account/login.json): among several providers, the local one's name, which
+// the page's login names (the page and its API are the local users' only).
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import {
   ACCOUNT_PAGE_ICON_PATH,
   ACCOUNT_PAGE_LIMITS_SCRIPT_PATH,
   ACCOUNT_PAGE_MODULES,
+  ACCOUNT_PAGE_LOGIN_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SCRIPT_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
@@ -47,7 +50,14 @@ const SECURITY_HEADERS = {
   'cache-control': 'no-store',
 } as const;
 
-export async function accountPage(app: FastifyInstance): Promise<void> {
+export interface AccountPageOptions {
+  /** Among several identity providers, the local one's name: the page logs in there, whatever the default is. */
+  provider?: string | undefined;
+}
+
+export async function accountPage(app: FastifyInstance, options: AccountPageOptions): Promise<void> {
+  const login = JSON.stringify(options.provider === undefined ? {} : { provider: options.provider });
+  app.get(ACCOUNT_PAGE_LOGIN_PATH, async (_request, reply) => reply.headers(SECURITY_HEADERS).type('application/json; charset=utf-8').send(login));
   const contents = await Promise.all(FILES.map(async (entry) => ({ ...entry, body: await readFile(new URL(entry.file, PAGE_DIR)) })));
   for (const { path, type, body } of contents) {
     app.get(path, async (_request, reply) => reply.headers(SECURITY_HEADERS).type(type).send(body));

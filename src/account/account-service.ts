@@ -77,6 +77,10 @@ export class AccountService {
     // Read at each call: a test that moves the clock moves it here too.
     this.#now = options.now ?? (() => Date.now());
   }
+  /** Among several identity providers, the local one's name (the page's login names it); absent otherwise. */
+  get provider(): string | undefined {
+    return this.#options.provider;
+  }
 
   async account(principal: Principal): Promise<{ username: string; roles: readonly string[]; groups: readonly string[]; createdAt: string; sessions: number }> {
     const user = this.#user(principal);

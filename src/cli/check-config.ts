@@ -19,8 +19,9 @@ export const CHECK_CONFIG_USAGE = `usage: gatehouse check-config [--config FILE]
 
   --production  also the production checklist: the demo user or its API key,
                 the in-memory store, an http issuer on a listener other hosts
-                reach, a missing service token or a weak provider secret, the
-                keys file inside the config folder. Each finding is one line
+                reach, a missing service token, a weak provider secret or a
+                provider's plain-http issuer (of each provider, among several),
+                the keys file inside the config folder. Each finding is one line
                 with its fix; any finding is exit 78.`;
 
 export interface CheckConfigIo extends OutputIo {

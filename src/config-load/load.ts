@@ -6,6 +6,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { DEFAULT_JOURNAL_DIR } from '../config/defaults.js';
+import { providerSecretEnv } from '../config/providers-schema.js';
 import { createConfigSchema, type Config } from '../config/schema.js';
 import { contentChecks } from './content-checks.js';
 import { listenerIssuer } from './issuer-default.js';
@@ -152,6 +153,7 @@ export function validateConfig(raw: unknown, options: ParseConfigOptions): Confi
     setPath(merged, path, kind === 'port' && /^\d+$/.test(value) ? Number(value) : value);
     fromEnv.set(path.join('.'), name);
   }
+  if (stringAt(merged, 'identity', 'provider') === 'several') severalProviderSecrets(valueAt(merged, ['identity', 'providers']), options.env, fromEnv);
 
   // Unset, the issuer follows the listener: moving the port moves what discovery advertises.
   const issuer = listenerIssuer(merged);
@@ -279,5 +281,19 @@ function severalProviderFiles(providers: unknown, baseDir: string, files: Config
     }
     if (typeof privateKeyFile === 'string' && privateKeyFile !== '')
       files.providerKeyFiles!.push({ field: `${at}.privateKeyFile`, path: resolvePath(baseDir, privateKeyFile) });
+  });
+}
+
+/** With several providers: each OpenID Provider's client secret from its own variable (`providerSecretEnv`), as the single one's. */
+function severalProviderSecrets(providers: unknown, env: NodeJS.ProcessEnv | undefined, fromEnv: Map<string, string>): void {
+  if (!Array.isArray(providers)) return;
+  providers.forEach((entry: unknown, index) => {
+    const { type, name } = (entry ?? {}) as Record<string, unknown>;
+    if (type !== 'oidc' || typeof name !== 'string') return;
+    const variable = providerSecretEnv(name);
+    const value = env?.[variable];
+    if (value === undefined || value === '') return;
+    (entry as { clientSecret?: string }).clientSecret = value;
+    fromEnv.set(`identity.providers[${index}].clientSecret`, variable);
   });
 }

@@ -6,7 +6,8 @@
 // that asks a store). Nothing here writes a file; no secret is ever quoted.
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative } from 'node:path';
-import type { Config } from '../config/schema.js';
+import { providerSecretEnv } from '../config/providers-schema.js';
+import type { Config, OidcIdentityConfig } from '../config/schema.js';
 import { judgeSecret, SECRET_ADVICE } from '../core/secret-strength.js';
 import { parseUsersFile, UsersFileError } from '../users/users-file.js';
 import { EVICTION_FIX, readEvictionPoliciesAt, type MasterEvictionPolicy } from '../store/eviction-policy.js';
@@ -46,16 +47,18 @@ export const DEMO_USER = {
 export const demoUserCheck: ProductionCheck = {
   name: 'demo-user',
   run({ config }) {
-    if (config.identity.provider !== 'local') return [];
+    const local = localProviderOf(config);
+    if (local === undefined) return [];
+    const setting = `${local.at}.usersFile`;
     let text: string;
     try {
-      text = readFileSync(config.identity.usersFile, 'utf8');
+      text = readFileSync(local.usersFile, 'utf8');
     } catch {
       return []; // the environment checks judged the file already: a missing one may be fine
     }
     let users;
     try {
-      users = parseUsersFile(text, config.identity.usersFile).users;
+      users = parseUsersFile(text, local.usersFile).users;
     } catch (error) {
       if (error instanceof UsersFileError) return [];
       throw error;
@@ -64,13 +67,13 @@ export const demoUserCheck: ProductionCheck = {
     for (const [name, user] of Object.entries(users)) {
       if (user.id === DEMO_USER.id || user.passwordHash === DEMO_USER.passwordHash) {
         findings.push({
-          setting: 'identity.usersFile',
+          setting,
           problem: `holds the demo user ${JSON.stringify(name)} of config/users.yaml, whose password the README prints`,
           fix: `gatehouse users remove ${name}, then add your own users with gatehouse users add`,
         });
       } else if (user.apiKeys.some((key) => key.hash === DEMO_USER.apiKeyHash)) {
         findings.push({
-          setting: 'identity.usersFile',
+          setting,
           problem: `user ${JSON.stringify(name)} holds the demo API key of config/users.yaml, which the README prints`,
           fix: `gatehouse apikeys list ${name}, then gatehouse apikeys revoke KEYID for the README demo key`,
         });
@@ -128,20 +131,60 @@ export const serviceTokenCheck: ProductionCheck = {
   },
 };
 
+/** Where the local users sit: `identity` itself, or their entry among several providers. */
+function localProviderOf(config: Config): { usersFile: string; at: string } | undefined {
+  const { identity } = config;
+  if (identity.provider === 'local') return { usersFile: identity.usersFile, at: 'identity' };
+  if (identity.provider !== 'several') return undefined;
+  const index = identity.providers.findIndex((entry) => entry.type === 'local');
+  const entry = identity.providers[index];
+  return entry?.type === 'local' ? { usersFile: entry.usersFile, at: `identity.providers[${index}]` } : undefined;
+}
+
+/** Every fronted OpenID Provider with where it sits and the variable its client secret may come from. */
+function openIdProvidersOf(config: Config): Array<{ settings: Pick<OidcIdentityConfig, 'issuer' | 'clientSecret'>; at: string; secretEnv: string }> {
+  const { identity } = config;
+  if (identity.provider === 'oidc') return [{ settings: identity, at: 'identity', secretEnv: 'GATEHOUSE_OIDC_CLIENT_SECRET' }];
+  if (identity.provider !== 'several') return [];
+  return identity.providers.flatMap((entry, index) =>
+    entry.type === 'oidc' ? [{ settings: entry, at: `identity.providers[${index}]`, secretEnv: providerSecretEnv(entry.name) }] : [],
+  );
+}
+
 /** A fronted provider's client secret: the provider issues it, so a start takes any; production should not. */
 export const providerSecretCheck: ProductionCheck = {
   name: 'weak-client-secret',
   run({ config }) {
-    if (config.identity.provider !== 'oidc' || config.identity.clientSecret === undefined) return [];
-    const verdict = judgeSecret(config.identity.clientSecret);
-    if (verdict.strong) return [];
-    return [
-      {
-        setting: 'identity.clientSecret',
-        problem: verdict.weakness,
-        fix: 'have the OpenID Provider issue a new random secret for this client, and set it in GATEHOUSE_OIDC_CLIENT_SECRET',
-      },
-    ];
+    return openIdProvidersOf(config).flatMap(({ settings, at, secretEnv }) => {
+      if (settings.clientSecret === undefined) return [];
+      const verdict = judgeSecret(settings.clientSecret);
+      if (verdict.strong) return [];
+      return [
+        {
+          setting: `${at}.clientSecret`,
+          problem: verdict.weakness,
+          fix: `have the OpenID Provider issue a new random secret for this client, and set it in ${secretEnv}`,
+        },
+      ];
+    });
+  },
+};
+
+/** A provider's discovery, keys and token endpoint over plain http: anyone on the way could hand the gateway keys of their own. */
+export const httpProviderIssuerCheck: ProductionCheck = {
+  name: 'http-provider-issuer',
+  run({ config }) {
+    return openIdProvidersOf(config).flatMap(({ settings, at }) => {
+      const { protocol, hostname } = new URL(settings.issuer);
+      if (protocol !== 'http:' || LOOPBACK.test(hostname)) return [];
+      return [
+        {
+          setting: `${at}.issuer`,
+          problem: `${settings.issuer} is plain http: its keys, discovery and token answers can be changed on the way`,
+          fix: 'use the https:// issuer the OpenID Provider publishes',
+        },
+      ];
+    });
   },
 };
 
@@ -201,6 +244,7 @@ export const PRODUCTION_CHECKS: readonly ProductionCheck[] = [
   httpIssuerCheck,
   serviceTokenCheck,
   providerSecretCheck,
+  httpProviderIssuerCheck,
   keysFileCheck,
   evictingRedisCheck,
 ];

@@ -4,7 +4,7 @@
 // store, the head's deadline fits in the request's. Pure functions of the
 // parsed value, run by the schema.
 import type { z } from 'zod';
-import { signsOwnTokens } from './providers-schema.js';
+import { providerSecretEnv, signsOwnTokens } from './providers-schema.js';
 
 type Issues = z.core.$ZodRawIssue[];
 
@@ -61,6 +61,7 @@ export function checkRouteRules(
 }
 
 interface ProviderCredentials {
+  name?: string;
   clientAuth?: string;
   clientSecret?: string | undefined;
   privateKeyFile?: string | undefined;
@@ -86,7 +87,7 @@ export function checkProviderCredentials(identity: IdentitySection, issues: Issu
       issues.push({ code: 'custom', path: [...at, 'privateKeyFile'], message: "private_key_jwt needs the client's private key file", input: undefined });
     }
     if (!needsKey && entry.clientSecret === undefined) {
-      const fromEnv = at.length === 1 ? ' (or env GATEHOUSE_OIDC_CLIENT_SECRET)' : '';
+      const fromEnv = ` (or env ${at.length === 1 ? 'GATEHOUSE_OIDC_CLIENT_SECRET' : providerSecretEnv(entry.name ?? '')})`;
       issues.push({ code: 'custom', path: [...at, 'clientSecret'], message: `${entry.clientAuth} needs the client secret${fromEnv}`, input: undefined });
     }
   }

@@ -15,6 +15,16 @@ export const ProviderNameSchema = z
 
 const name = ProviderNameSchema;
 
+/**
+ * The variable an OpenID Provider entry's client secret may come from, as
+ * `GATEHOUSE_OIDC_CLIENT_SECRET` is the single provider's: the name upper-cased,
+ * dashes as underscores (`break-glass` → `GATEHOUSE_PROVIDER_BREAK_GLASS_CLIENT_SECRET`).
+ * Names hold no underscore, so no two providers share a variable.
+ */
+export function providerSecretEnv(providerName: string): string {
+  return `GATEHOUSE_PROVIDER_${providerName.toUpperCase().replaceAll('-', '_')}_CLIENT_SECRET`;
+}
+
 /** Gatehouse's own users among several providers: the fields of `identity.provider: local`. */
 export const LocalProviderEntrySchema = LocalIdentitySchema.omit({ provider: true }).extend({
   name,

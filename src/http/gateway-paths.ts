@@ -46,6 +46,8 @@ export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.j
 export const ACCOUNT_PAGE_MODULE_PATHS: readonly string[] = ACCOUNT_PAGE_MODULES.map((file) => `/account/${file}`);
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
+/** What the page's login form needs to know: the local provider it signs in at, among several. */
+export const ACCOUNT_PAGE_LOGIN_PATH = '/account/login.json';
 
 /** Spec 4.3: where the status of an asynchronous request is polled; the spec shows both forms. */
 export const REQUEST_STATUS_PREFIX = '/api/v1/requests/';
@@ -89,6 +91,7 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_PAGE_LIMITS_SCRIPT_PATH,
   ...ACCOUNT_PAGE_MODULE_PATHS,
   ACCOUNT_PAGE_ICON_PATH,
+  ACCOUNT_PAGE_LOGIN_PATH,
   REQUEST_STATUS_PATH,
   SHORT_REQUEST_STATUS_PATH,
 ];

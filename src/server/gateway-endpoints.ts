@@ -80,7 +80,7 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     const { ownLimits } = parts;
     const { maxKeyLifetimeDays } = config.account;
     await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays, ownLimits, factors: parts.factors });
-    await app.register(accountPage);
+    await app.register(accountPage, { provider: parts.account.provider });
   }
   await app.register(statusRoutes, {
     bearer,
