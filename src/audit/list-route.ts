@@ -3,9 +3,8 @@
 import type { FastifyInstance } from 'fastify';
 import { GatehouseError } from '../core/errors.js';
 import type { AuditTrailRecords } from '../store/audit-records.js';
+import { AUDIT_LIST_PATH } from '../http/gateway-paths.js';
 import { listEntries, parseTime, type AuditFilter } from './query.js';
-
-export const AUDIT_LIST_PATH = '/internal/v1/audit';
 
 type Query = Partial<Record<'since' | 'until' | 'actor' | 'subject' | 'kind' | 'limit', string>>;
 

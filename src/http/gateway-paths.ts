@@ -115,8 +115,10 @@ export function isHealthPath(url: string): boolean {
 }
 export const METRICS_PATH = '/metrics';
 export const INTERNAL_STATUS_PATH = '/internal/v1/requests/:id/status';
+/** The audit trail's entries, for tools (audit/list-route.ts). */
+export const AUDIT_LIST_PATH = '/internal/v1/audit';
 
-export const ADMIN_PATHS: readonly string[] = [LIVENESS_PATH, READINESS_PATH, METRICS_PATH, INTERNAL_STATUS_PATH];
+export const ADMIN_PATHS: readonly string[] = [LIVENESS_PATH, READINESS_PATH, METRICS_PATH, INTERNAL_STATUS_PATH, AUDIT_LIST_PATH];
 
 /**
  * The spaces the gateway keeps for itself: every path below these prefixes is
