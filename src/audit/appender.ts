@@ -58,6 +58,11 @@ export class AuditAppender implements AuditRecorder {
     return this.#queue.length;
   }
 
+  /** The entries told but not yet in the trail, oldest first. */
+  pending(): readonly PendingAuditEvent[] {
+    return [...this.#queue];
+  }
+
   /** Resolves once every entry told so far is in the trail (or the store failed and they are spooled). */
   settled(): Promise<void> {
     if (this.#queue.length === 0 && !this.#pumping) return Promise.resolve();

@@ -4,13 +4,14 @@ import { pino } from 'pino';
 import { AuditAppender } from '../audit/appender.js';
 import { auditRecordsOf } from '../audit/open-trail.js';
 import { operatorActor, type AuditRecorder } from '../audit/recorder.js';
-import { AuditSpool } from '../audit/spool.js';
+import { AuditSpool, commandSpoolOf, spoolCommandEvents } from '../audit/spool.js';
+import type { AuditTrailRecords } from '../store/audit-records.js';
 import type { AuditActor } from '../audit/entry.js';
 import type { AuditConfig } from '../config/schema.js';
 import type { AuditStore } from '../store/store.js';
 import type { StoreConfig } from '../config/schema.js';
 import { writeLine, type OutputIo } from './command.js';
-import { withStore } from './store-session.js';
+import { StoreUnreachable, withStore } from './store-session.js';
 
 export interface CommandAudit {
   recorder: AuditRecorder;
@@ -36,8 +37,19 @@ export async function withCommandAudit<T>(
     return await use({ recorder: appender, actor: operatorActor() });
   } finally {
     await appender.settled();
-    if (appender.waiting > 0) writeLine(io.stderr, `warning: ${appender.waiting} audit entries could not be written to the trail (the store does not answer)`);
     await appender.close();
+    const pending = appender.pending();
+    if (pending.length > 0) {
+      // Kept on disk for the next gateway start to append, in order: the change itself is made.
+      await spoolCommandEvents(config.spoolFile, pending).then(
+        () =>
+          writeLine(
+            io.stderr,
+            `the store does not answer: ${pending.length} audit entries wait in ${commandSpoolOf(config.spoolFile)}; the next gateway start appends them`,
+          ),
+        (error: unknown) => writeLine(io.stderr, `warning: ${pending.length} audit entries could not be kept (${(error as Error).message})`),
+      );
+    }
   }
 }
 
@@ -49,5 +61,17 @@ export function withConfiguredAudit<T>(
 ): Promise<T> {
   const { audit, store } = config;
   if (!store?.url) return withCommandAudit(io, audit, {}, use);
-  return withStore(store, 'the audit trail lives there', (opened) => withCommandAudit(io, audit, opened, use));
+  return withStore(store, 'the audit trail lives there', (opened) => withCommandAudit(io, audit, opened, use)).catch((error: unknown) => {
+    // The users live in the file: a change needs no store. Its entries wait on disk until a gateway appends them.
+    if (!(error instanceof StoreUnreachable)) throw error;
+    return withCommandAudit(io, audit, { auditTrail: UNREACHABLE_TRAIL }, use);
+  });
 }
+
+/** The deployment's trail while its store does not answer: every append fails, so the appender keeps the entries. */
+const UNREACHABLE_TRAIL: AuditTrailRecords = {
+  last: () => Promise.reject(new Error('the store does not answer')),
+  appendAfter: () => Promise.reject(new Error('the store does not answer')),
+  all: () => Promise.reject(new Error('the store does not answer')),
+  dropBefore: () => Promise.reject(new Error('the store does not answer')),
+};

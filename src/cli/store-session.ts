@@ -18,12 +18,15 @@ const STORE_ANSWER_TIMEOUT_MS = 3_000;
  * ends the CliError of a store that does not answer: what the command cannot
  * do without it.
  */
+/** The store did not answer the ping a command opens it with. */
+export class StoreUnreachable extends CliError {}
+
 export async function withStore<T>(config: StoreConfig, unreachable: string, use: (store: Store) => Promise<T>): Promise<T> {
   const store = await createStore(config, pino({ enabled: false }));
   try {
     await withinDeadline(store.ping(), STORE_ANSWER_TIMEOUT_MS).catch((error: unknown) => {
       const at = config.url === undefined ? '' : ` at ${redactStoreUrl(config.url)}`;
-      throw new CliError(`cannot reach the store${at} (${(error as Error).message}): ${unreachable}`);
+      throw new StoreUnreachable(`cannot reach the store${at} (${(error as Error).message}): ${unreachable}`);
     });
     return await use(store);
   } finally {
