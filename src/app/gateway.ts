@@ -101,6 +101,7 @@ export async function createGateway(config: Config, options: GatewayOptions = {}
     live,
     readOnlyKeys: options.readOnlyKeys ?? false,
     verifyPassword: options.verifyPassword,
+    exportAudit: telemetry.exportAudit,
   });
   const { mode } = identity;
   const asyncRequests = await openAsyncRequests(config, state.store, metrics, logger, live);

@@ -6,6 +6,7 @@
 // users file's).
 import type { Logger } from 'pino';
 import { AccountService } from '../account/account-service.js';
+import type { AuditEntry } from '../audit/entry.js';
 import type { AuditTrail } from '../audit/open-trail.js';
 import { FileApiKeys } from '../account/file-api-keys.js';
 import { StoreApiKeys } from '../account/store-api-keys.js';
@@ -33,6 +34,8 @@ export interface IdentityAndTokensDeps {
   readOnlyKeys: boolean;
   /** Checks passwords in place of scrypt (tests). */
   verifyPassword?: PasswordVerifier | undefined;
+  /** Told every audit entry appended: the OTLP log export when tracing export is on. */
+  exportAudit?: ((entry: AuditEntry) => void) | undefined;
 }
 
 export interface IdentityAndTokensStage {
@@ -55,7 +58,7 @@ export async function openIdentityAndTokens(deps: IdentityAndTokensDeps): Promis
   // Only local mode signs tokens; with Redis, every instance's published keys verify (tokens/shared-keyset.ts).
   const { keys, shared: sharedKeys } = await loadSigningKeys(config, store, logger, { readOnly: deps.readOnlyKeys });
   const agreement = sharedKeys && new PeerAgreement(sharedKeys, metrics, logger);
-  const audit = await openSignedAuditTrail(config, store, keys, logger);
+  const audit = await openSignedAuditTrail(config, store, keys, logger, deps.exportAudit);
   // Keys users make for themselves live in Redis when there is one (account/), beside the users file's.
   const storeKeys = store.apiKeys ? new StoreApiKeys(store.apiKeys) : undefined;
   const mode = await createIdentityMode({

@@ -159,7 +159,7 @@ export async function createIdentityMode(deps: IdentityModeDeps): Promise<Identi
   const verifier = new TokenVerifier({ keys, issuer, audience, clockToleranceS });
   const bearer = new BearerAuthenticator({ verifier, store, identity: users, maxEntries, logger, metrics, dpop });
   // Second factors live with the users; the codes used, in the store (every instance refuses a code taken once).
-  const factors = new SecondFactors({ users, store });
+  const factors = new SecondFactors({ users, store, ...(deps.trail && { trail: deps.trail }) });
   const service = new AuthService({
     identity: users,
     store,

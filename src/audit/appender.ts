@@ -1,6 +1,6 @@
 // Puts recorded events into the deployment's trail, in the order this process was told them, off the caller's path:
 // `record` queues and returns; one pump appends (chaining after the store's last entry, retried when another
-// instance came first), writes the entry's log line, and every `checkpointEvery` entries a signed checkpoint.
+// instance came first), writes the entry's log line (and hands it to `exported`: OTLP), and every `checkpointEvery` entries a signed checkpoint.
 // While the store fails the queue is kept on disk (spool.ts) and retried; it is bounded, and a drop is logged.
 // Why: docs/decisions/0024-one-hash-chained-audit-trail.md
 import type { Logger } from 'pino';
@@ -23,6 +23,8 @@ export interface AuditAppenderOptions {
   /** Signs a checkpoint every `every` entries; absent (a command, a gateway without signing keys): none. */
   checkpoints?: { every: number; sign: CheckpointSigner };
   retryMs?: number;
+  /** Told every entry appended, after its log line: the OTLP log export when tracing export is on. */
+  exported?: (entry: AuditEntry) => void;
 }
 
 export class AuditAppender implements AuditRecorder {
@@ -118,15 +120,20 @@ export class AuditAppender implements AuditRecorder {
 
   async #append(event: PendingAuditEvent): Promise<AuditEntry> {
     const entry = await this.#chain(event);
-    this.#o.logger.info({ audit: entry }, AUDIT_LOG_MESSAGE);
+    this.#logged(entry);
     const checkpoints = this.#o.checkpoints;
     if (checkpoints && event.kind !== 'audit.checkpoint' && (entry.seq + 1) % checkpoints.every === 0) {
       await this.#chain({ ...checkpointEvent(entry, checkpoints.sign), at: new Date().toISOString() }).then(
-        (checkpoint) => this.#o.logger.info({ audit: checkpoint }, AUDIT_LOG_MESSAGE),
+        (checkpoint) => this.#logged(checkpoint),
         (error: unknown) => this.#o.logger.warn({ err: error, seq: entry.seq }, 'an audit checkpoint could not be written; the next one will be'),
       );
     }
     return entry;
+  }
+
+  #logged(entry: AuditEntry): void {
+    this.#o.logger.info({ audit: entry }, AUDIT_LOG_MESSAGE);
+    this.#o.exported?.(entry);
   }
 
   async #chain(event: PendingAuditEvent): Promise<AuditEntry> {

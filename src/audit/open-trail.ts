@@ -6,6 +6,7 @@ import type { AuditTrailRecords } from '../store/audit-records.js';
 import type { AuditStore } from '../store/store.js';
 import { AuditAppender } from './appender.js';
 import type { CheckpointSigner } from './checkpoint.js';
+import type { AuditEntry } from './entry.js';
 import { FileAuditTrail } from './file-trail.js';
 import { applyRetention } from './retention.js';
 import { AuditSpool } from './spool.js';
@@ -23,6 +24,8 @@ export interface OpenAuditTrailOptions {
   logger: Logger;
   /** A gateway's: signs checkpoints, spools during outages, applies retention. Absent: a command's. */
   gateway?: { sign?: CheckpointSigner | undefined };
+  /** Told every entry appended: the OTLP log export when tracing export is on. */
+  exported?: ((entry: AuditEntry) => void) | undefined;
 }
 
 /** The trail's records where this deployment keeps them. */
@@ -39,6 +42,7 @@ export async function openAuditTrail(options: OpenAuditTrailOptions): Promise<Au
     logger: log,
     spool: new AuditSpool(gateway ? config.spoolFile : undefined),
     ...(gateway?.sign && { checkpoints: { every: config.checkpointEvery, sign: gateway.sign } }),
+    ...(options.exported && { exported: options.exported }),
   });
   await appender.start();
   const { maxAgeDays, maxEntries, checkS } = config.retention;

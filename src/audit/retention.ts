@@ -1,9 +1,10 @@
 // Retention: entries older than `maxAgeDays`, or past the newest `maxEntries`, are cut, and the cut itself is an
 // entry: it names the first entry kept and that entry's `prev`, the anchor verify-chain.ts starts the chain from.
 // The cut is recorded before anything is dropped, so a crash between the two leaves a longer trail, never a gap.
+// The gateway cuts on a timer; `gatehouse audit prune` cuts on demand, the same way, naming the operator.
 import type { AuditTrailRecords } from '../store/audit-records.js';
 import type { AuditAppender } from './appender.js';
-import { parseEntry } from './entry.js';
+import { parseEntry, type AuditActor } from './entry.js';
 import { gatewayActor } from './recorder.js';
 
 export const RETENTION_KIND = 'audit.retention';
@@ -19,6 +20,7 @@ export async function applyRetention(
   appender: Pick<AuditAppender, 'appendNow'>,
   policy: RetentionPolicy,
   now = Date.now(),
+  actor: AuditActor = gatewayActor(),
 ): Promise<number> {
   const stored = await records.all();
   // The cut entry itself is kept: count it among the newest.
@@ -34,7 +36,7 @@ export async function applyRetention(
   if (!keptFrom) return 0;
   await appender.appendNow({
     kind: RETENTION_KIND,
-    actor: gatewayActor(),
+    actor,
     subject: 'trail',
     outcome: 'ok',
     details: {

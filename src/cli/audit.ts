@@ -1,8 +1,14 @@
-// `gatehouse audit …`: checks the trail's hash chain (and its checkpoints against a JWKS) and lists its entries.
+// `gatehouse audit …`: checks the trail's hash chain (and its checkpoints against a JWKS), lists its entries, and
+// cuts the oldest on demand (retention, the cut recorded as the gateway's timer records it).
 import { parseArgs } from 'node:util';
 import { createRemoteJWKSet } from 'jose';
+import { pino } from 'pino';
+import { AuditAppender } from '../audit/appender.js';
 import { auditRecordsOf } from '../audit/open-trail.js';
 import { listEntries, parseTime, type AuditFilter } from '../audit/query.js';
+import { operatorActor } from '../audit/recorder.js';
+import { applyRetention, type RetentionPolicy } from '../audit/retention.js';
+import { AuditSpool } from '../audit/spool.js';
 import { verifyChain } from '../audit/verify-chain.js';
 import type { AuditConfig, StoreConfig } from '../config/schema.js';
 import type { AuditTrailRecords } from '../store/audit-records.js';
@@ -29,6 +35,11 @@ export const AUDIT_COMMANDS: CommandGroup<AuditCommandIo> = {
       synopsis: 'list [--since TIME] [--until TIME] [--actor WHO] [--subject WHAT] [--kind KIND] [--limit N] [--json]',
       summary: 'list audit entries, oldest first (TIME: ISO 8601 or epoch ms; KIND: user.disabled, or user for all of them)',
       run: list,
+    },
+    prune: {
+      synopsis: 'prune [--max-age-days N] [--max-entries N]',
+      summary: 'cut the oldest audit entries now, by audit.retention or the limits given; the cut is itself an entry',
+      run: prune,
     },
   },
 };
@@ -82,5 +93,34 @@ async function list(args: string[], io: AuditCommandIo): Promise<number> {
   }
   const rows = entries.map((e) => [String(e.seq), e.at, e.kind, printable(`${e.actor.kind}:${e.actor.id}`), printable(e.subject), e.outcome]);
   writeLine(io.stdout, formatTable([['SEQ', 'AT', 'KIND', 'ACTOR', 'SUBJECT', 'OUTCOME'], ...rows]));
+  return EXIT_OK;
+}
+
+/** A whole number of at least `min` for `--name`, or a UsageError. */
+function wholeNumber(name: string, text: string | undefined, min: number): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(text) || Number(text) < min) throw new UsageError(`--${name}: a whole number from ${min}: ${text}`);
+  return Number(text);
+}
+
+async function prune(args: string[], io: AuditCommandIo): Promise<number> {
+  const text = { type: 'string' } as const;
+  const { values } = parseArgs({ args, options: { 'max-age-days': text, 'max-entries': text }, allowPositionals: false, strict: true });
+  const maxAgeDays = wholeNumber('max-age-days', values['max-age-days'], 1);
+  const maxEntries = wholeNumber('max-entries', values['max-entries'], 2);
+  const policy: RetentionPolicy = maxAgeDays !== undefined || maxEntries !== undefined ? { maxAgeDays, maxEntries } : io.audit.retention;
+  if (policy.maxAgeDays === undefined && policy.maxEntries === undefined) {
+    throw new UsageError('nothing to cut by: set audit.retention.maxAgeDays or maxEntries, or pass --max-age-days or --max-entries');
+  }
+  const removed = await withTrail(io, (records) => {
+    const appender = new AuditAppender({ records, logger: pino({ enabled: false }), spool: new AuditSpool(undefined) });
+    return applyRetention(records, appender, policy, Date.now(), operatorActor());
+  });
+  writeLine(
+    io.stdout,
+    removed === 0
+      ? 'nothing to cut: every entry is within the retention'
+      : `cut ${removed} entr${removed === 1 ? 'y' : 'ies'}; the cut is recorded in the trail`,
+  );
   return EXIT_OK;
 }

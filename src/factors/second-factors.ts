@@ -4,8 +4,12 @@
 // instance knows them; the used TOTP steps live in the store, so a code taken
 // on one instance is refused on every other (RFC 6238 5.2). A refusal is
 // null, whatever its reason: the login turns it into the password's refusal,
-// and its throttle counts it the same.
+// and its throttle counts it the same. Enrolment confirmed and a recovery code
+// used are recorded in the audit trail with the user as actor (users-audit.ts
+// names the factor, never its secret or a code).
 import { createHash } from 'node:crypto';
+import { userActor, type AuditRecorder } from '../audit/recorder.js';
+import { recordedChange } from '../users/users-audit.js';
 import type { FactorsRecord } from '../users/factor-records.js';
 import { confirmTotpEnrolment, startTotpEnrolment, useRecoveryCode } from '../users/factor-changes.js';
 import { UsersChangeError } from '../users/users-changes.js';
@@ -28,6 +32,8 @@ export interface SecondFactorsOptions {
   /** The name apps show beside the code (the otpauth URI's issuer). */
   issuerName?: string;
   now?: () => number;
+  /** The deployment's audit trail: factors enrolled, recovery codes used. */
+  trail?: AuditRecorder;
 }
 
 /** What the account API shows of a user's factors: never a secret. */
@@ -45,12 +51,14 @@ export class SecondFactors {
   readonly #store: SecondFactorStore;
   readonly #issuerName: string;
   readonly #now: () => number;
+  readonly #trail: AuditRecorder | undefined;
 
   constructor(options: SecondFactorsOptions) {
     this.#users = options.users;
     this.#store = options.store;
     this.#issuerName = options.issuerName ?? 'Gatehouse';
     this.#now = options.now ?? (() => Date.now());
+    this.#trail = options.trail;
   }
 
   summary(sub: string): FactorsSummary {
@@ -79,7 +87,7 @@ export class SecondFactors {
     const code = readRecoveryCode(typed);
     if (code === null || !(factors.recoveryCodes ?? []).includes(recoveryCodeDigest(code))) return null;
     try {
-      await this.#users.change((data) => useRecoveryCode(data, user.username, recoveryCodeDigest(code)));
+      await this.#change(user.username, (data) => useRecoveryCode(data, user.username, recoveryCodeDigest(code)));
       return 'otp';
     } catch (error) {
       if (error instanceof UsersChangeError) return null; // another login used it first
@@ -104,7 +112,7 @@ export class SecondFactors {
     if (step === null || !(await this.#firstUse(sub, pending.secret, step))) return null;
     const codes = newRecoveryCodes();
     try {
-      await this.#users.change((data) => confirmTotpEnrolment(data, username, pending.secret, codes.map(recoveryCodeDigest), new Date(this.#now())));
+      await this.#change(username, (data) => confirmTotpEnrolment(data, username, pending.secret, codes.map(recoveryCodeDigest), new Date(this.#now())));
     } catch (error) {
       if (error instanceof UsersChangeError) return null; // a newer enrolment replaced this one meanwhile
       throw error;
@@ -118,6 +126,12 @@ export class SecondFactors {
     return this.#store.rememberOneTimeCode(id, USED_CODE_TTL_MS).catch((error: unknown) => {
       throw storeUnavailable(error);
     });
+  }
+
+  /** A change of `username`'s factors, recorded with them as its actor when there is a trail. */
+  #change(username: string, change: UsersChange): Promise<unknown> {
+    if (!this.#trail) return this.#users.change(change);
+    return recordedChange((next) => this.#users.change(next), change, { recorder: this.#trail, actor: userActor(username) });
   }
 
   #username(sub: string): string {

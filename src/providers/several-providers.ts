@@ -138,7 +138,7 @@ export async function createSeveralProviders(deps: SeveralProvidersDeps): Promis
     const { policy } = config.tokens.dpop;
     const tokenIssuer = new TokenIssuer({ keys, issuer, audience, accessTokenTtlS, refreshTokenTtlS, acr: config.tokens.acr });
     // Second factors live with the local users; the codes used, in the store (as with the local provider alone).
-    factors = new SecondFactors({ users: local.users, store });
+    factors = new SecondFactors({ users: local.users, store, ...(deps.trail && { trail: deps.trail }) });
     const guarded = { throttle, audit, dpop: { check: dpop, required: policy === 'required' } };
     const provider = localEntry.name;
     service = new AuthService({ identity: local.users, store, issuer: tokenIssuer, verifier, bearer, refreshTokenTtlS, logger, ...guarded, provider, factors });

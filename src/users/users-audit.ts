@@ -1,9 +1,10 @@
-// What a change of the users did, as audit events: users added, removed, enabled, disabled, their roles changed,
-// and the API keys the users file holds made and revoked. Read from the users before and after the change, so every
-// caller of one change path is recorded the same way; never a password hash or a key's digest.
+// What a change of the users did, as audit events: users added, removed, enabled, disabled, their roles and second
+// factors changed, and the API keys the users file holds made and revoked. Read from the users before and after the
+// change, so every caller of one change path is recorded the same way; never a password hash, a key's digest, a
+// factor's secret or a recovery code (a factor is named by its kind, recovery codes by how many are left).
 import type { AuditActor, AuditEvent } from '../audit/entry.js';
 import type { AuditRecorder } from '../audit/recorder.js';
-import type { UsersFileData } from './users-file.js';
+import type { UserRecord, UsersFileData } from './users-file.js';
 import type { UsersChange } from './users-source.js';
 
 /** The events that take `before` to `after`. */
@@ -18,6 +19,8 @@ export function usersChangeEvents(before: UsersFileData, after: UsersFileData, a
     else if (old.disabled !== user.disabled) event(user.disabled ? 'user.disabled' : 'user.enabled', name);
     if (old && (old.roles ?? []).join(',') !== (user.roles ?? []).join(',')) event('user.roles_changed', name, { from: old.roles ?? [], to: user.roles ?? [] });
     if (old && old.passwordHash !== user.passwordHash) event('user.password_changed', name);
+    const factorChange = old && factorEvent(old, user);
+    if (factorChange) event(factorChange[0], name, factorChange[1]);
     for (const key of user.apiKeys) {
       const was = old?.apiKeys.find((k) => k.id === key.id);
       if (!was) event('apikey.created', key.id, { owner: name, roles: key.scope?.roles ?? [], scopes: key.scope?.scopes ?? [] });
@@ -28,12 +31,25 @@ export function usersChangeEvents(before: UsersFileData, after: UsersFileData, a
   return events;
 }
 
+/** A second factor enrolled (or replaced), every factor reset, or one recovery code used up: the kind and its details. */
+function factorEvent(old: UserRecord, user: UserRecord): [string, AuditEvent['details']] | undefined {
+  const [was, now] = [old.factors?.totp, user.factors?.totp];
+  const codesLeft = user.factors?.recoveryCodes?.length ?? 0;
+  if (now && (was?.secret !== now.secret || was.enrolledAt !== now.enrolledAt)) {
+    return ['user.factor_enrolled', { factor: 'totp', replaced: was !== undefined, recoveryCodesLeft: codesLeft }];
+  }
+  const removed = [...(was ? ['totp'] : []), ...((old.factors?.recoveryCodes?.length ?? 0) > 0 ? ['recovery_codes'] : [])];
+  if (!now && removed.length > 0) return ['user.factors_reset', { removed }];
+  if (now && codesLeft < (old.factors?.recoveryCodes?.length ?? 0)) return ['user.recovery_code_used', { recoveryCodesLeft: codesLeft }];
+  return undefined;
+}
+
 /** `change`, recording what it did once it is written: one line at a change path. */
-export async function recordedChange(
-  apply: (change: UsersChange) => Promise<UsersFileData>,
+export async function recordedChange<T>(
+  apply: (change: UsersChange) => Promise<T>,
   change: UsersChange,
   audit: { recorder: AuditRecorder; actor: AuditActor },
-): Promise<UsersFileData> {
+): Promise<T> {
   let seen: [UsersFileData, UsersFileData] | undefined;
   const written = await apply((data) => {
     const next = change(data);
