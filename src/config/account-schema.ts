@@ -16,6 +16,13 @@ export const AccountSchema = z
     maxKeyLifetimeDays: positiveInt.max(3650).default(d.DEFAULT_ACCOUNT_MAX_KEY_LIFETIME_DAYS),
     /** Creating a key needs a password login at most this old (GitHub's sudo mode). */
     recentLoginS: positiveInt.default(d.DEFAULT_ACCOUNT_RECENT_LOGIN_S),
+    /** Passkeys (WebAuthn) for local users; absent, none can be registered or used. */
+    passkeys: z
+      .strictObject({
+        /** The origin the account page is reached at, as browsers write it (`https://id.example.com`); its host is the relying party id. */
+        origin: z.url({ protocol: /^https?$/, error: 'must be an http(s) origin such as https://id.example.com' }),
+      })
+      .optional(),
   })
   .refine((account) => account.defaultKeyLifetimeDays <= account.maxKeyLifetimeDays, {
     path: ['defaultKeyLifetimeDays'],

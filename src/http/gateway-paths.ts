@@ -34,6 +34,12 @@ export const ACCOUNT_LIMITS_PATH = '/api/v1/account/limits';
 export const ACCOUNT_FACTORS_PATH = '/api/v1/account/factors';
 export const ACCOUNT_TOTP_PATH = '/api/v1/account/factors/totp';
 export const ACCOUNT_TOTP_CONFIRM_PATH = '/api/v1/account/factors/totp/confirm';
+/** Passkeys: registration options for the signed-in user, then the browser's answer. */
+export const ACCOUNT_PASSKEY_OPTIONS_PATH = '/api/v1/account/factors/passkeys/options';
+export const ACCOUNT_PASSKEYS_PATH = '/api/v1/account/factors/passkeys';
+/** A passkey login: the options (a challenge), then the assertion, answered by tokens. */
+export const PASSKEY_LOGIN_OPTIONS_PATH = '/api/v1/auth/passkey/options';
+export const PASSKEY_LOGIN_PATH = '/api/v1/auth/passkey';
 
 /** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
@@ -84,6 +90,10 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_FACTORS_PATH,
   ACCOUNT_TOTP_PATH,
   ACCOUNT_TOTP_CONFIRM_PATH,
+  ACCOUNT_PASSKEY_OPTIONS_PATH,
+  ACCOUNT_PASSKEYS_PATH,
+  PASSKEY_LOGIN_OPTIONS_PATH,
+  PASSKEY_LOGIN_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,
