@@ -48,7 +48,7 @@ export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
 export const ACCOUNT_PAGE_LIMITS_SCRIPT_PATH = '/account/account-limits.js';
 /** The modules the page's script imports, one per concern, each beside it under /account/. */
-export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js'] as const;
+export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js', 'passkeys.js'] as const;
 export const ACCOUNT_PAGE_MODULE_PATHS: readonly string[] = ACCOUNT_PAGE_MODULES.map((file) => `/account/${file}`);
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';

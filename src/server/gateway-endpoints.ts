@@ -84,7 +84,7 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     const { ownLimits } = parts;
     const { maxKeyLifetimeDays } = config.account;
     await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays, ownLimits, factors: parts.factors });
-    await app.register(accountPage, { provider: parts.account.provider });
+    await app.register(accountPage, { provider: parts.account.provider, passkeys: parts.passkeys !== undefined });
     if (parts.passkeys && parts.tokenService) {
       await app.register(passkeyRoutes, { passkeys: parts.passkeys, auth: parts.tokenService, bearer, bodyLimitBytes, clientAddress });
     }

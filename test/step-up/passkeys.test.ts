@@ -6,7 +6,7 @@
 // in the store: the challenge issued by A is taken on B. Named attacks: a
 // challenge used twice, an assertion a page of another origin obtained, and a
 // challenge never issued are refused. `gatehouse users reset-factors` removes
-// the passkeys too.
+// the passkeys too. The account page adds one and logs in with it.
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runUsersCommand } from '../../src/cli/users.js';
@@ -182,5 +182,20 @@ describe('passkeys', () => {
     await heardOnB;
     const assertion = await getInBrowser(page, await loginOptions(a.url));
     expect((await postJson(`${b.url}/api/v1/auth/passkey`, assertion)).status).toBe(400);
+  });
+
+  it('on the account page: log in with the password, add a passkey, log out, log in with the passkey alone', async () => {
+    await page.goto(`${origin}/account`);
+    await page.locator('#login-username').fill('alice');
+    await page.locator('#login-password').fill('alice-password-1');
+    await page.locator('#login-password').press('Enter');
+    await page.locator('#account').waitFor({ state: 'visible' });
+    await page.locator('#add-passkey').click();
+    await expect.poll(() => page.locator('#passkeys-count').textContent()).toBe('You have 1 passkey.');
+    await page.locator('#logout').click();
+    await page.locator('#login').waitFor({ state: 'visible' });
+    await page.locator('#passkey-login').click();
+    await page.locator('#account').waitFor({ state: 'visible' });
+    expect(await page.locator('#username').textContent()).toBe('alice');
   });
 });
