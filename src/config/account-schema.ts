@@ -1,7 +1,7 @@
 // The `account` section of the config schema: the account page and API.
 import { z } from 'zod';
 import * as d from './defaults.js';
-import { positiveInt } from './schema-primitives.js';
+import { help, httpUrl, positiveInt } from './schema-primitives.js';
 
 /** The account page and API (src/account/): users manage their own API keys and sessions. */
 export const AccountSchema = z
@@ -20,7 +20,7 @@ export const AccountSchema = z
     passkeys: z
       .strictObject({
         /** The origin the account page is reached at, as browsers write it (`https://id.example.com`); its host is the relying party id. */
-        origin: z.url({ protocol: /^https?$/, error: 'must be an http(s) origin such as https://id.example.com' }),
+        origin: httpUrl.meta(help('the origin the account page is reached at, as browsers write it', 'https://id.example.com')),
       })
       .optional(),
   })
