@@ -4,6 +4,7 @@ import { showLimits } from './account-limits.js';
 import { proofHeaders } from './dpop.js';
 import { copyKey, createKey, forgetNewKey, showKeys } from './keys.js';
 import { $, cell, guarded, messageOf, say } from './page.js';
+import { addPasskey, passkeyTokens, showPasskeys } from './passkeys.js';
 import { api, keep } from './session.js';
 import { logOut, showSessions, signOutEverywhere } from './sessions.js';
 
@@ -24,7 +25,7 @@ async function logIn(event) {
   const response = await fetch('/api/v1/auth/login', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(await proofHeaders('POST', '/api/v1/auth/login').catch(() => ({}))) },
-    body: JSON.stringify({ username, password, ...(await loginSettings) }),
+    body: JSON.stringify({ username, password, ...(await loginSettings).login }),
   }).catch(() => null);
   if (!response?.ok) {
     // A 401 here is this form's own answer, not the API's "log in to carry out this action".
@@ -33,8 +34,23 @@ async function logIn(event) {
     error.hidden = false;
     return;
   }
-  keep(await response.json());
   $('login-password').value = '';
+  await enter(await response.json());
+}
+
+/** A passwordless login: the passkey names its user. */
+async function logInWithPasskey() {
+  const tokenSet = await passkeyTokens();
+  if (!tokenSet) {
+    $('login-error').textContent = 'The passkey was not accepted.';
+    $('login-error').hidden = false;
+    return;
+  }
+  await enter(tokenSet);
+}
+
+async function enter(tokenSet) {
+  keep(tokenSet);
   say('');
   // Shown once filled in: never an empty account for a moment.
   await showAccount();
@@ -47,19 +63,26 @@ async function logIn(event) {
 async function showAccount() {
   const account = await (await api('/api/v1/account')).json();
   $('username').textContent = account.username;
-  await Promise.all([showKeys(), showSessions(), showLimits(api, cell)]);
+  const { passkeys } = await loginSettings;
+  $('passkeys-section').hidden = !passkeys;
+  await Promise.all([showKeys(), showSessions(), showLimits(api, cell), ...(passkeys ? [showPasskeys()] : [])]);
 }
 
 /**
  * Among several identity providers the page logs in at the local one, by name
  * (`{ provider }`), whatever the gateway's default is: the account is the
- * local users' only. With one provider it is `{}`.
+ * local users' only. With one provider it is `{}`. `passkeys`: the gateway
+ * takes them and this browser can make them.
  */
 const loginSettings = fetch('/account/login.json')
   .then((response) => (response.ok ? response.json() : {}))
-  .then(({ provider }) => (typeof provider === 'string' ? { provider } : {}))
-  .catch(() => ({}));
-loginSettings.then(({ provider }) => {
+  .then(({ provider, passkeys }) => ({
+    login: typeof provider === 'string' ? { provider } : {},
+    passkeys: passkeys === true && 'PublicKeyCredential' in window,
+  }))
+  .catch(() => ({ login: {}, passkeys: false }));
+loginSettings.then(({ login: { provider }, passkeys }) => {
+  $('passkey-login').hidden = !passkeys;
   if (provider === undefined) return;
   $('login-provider-name').textContent = provider;
   $('login-provider').hidden = false;
@@ -69,5 +92,7 @@ $('create-form').addEventListener('submit', guarded(createKey));
 $('copy-key').addEventListener('click', guarded(copyKey));
 $('done-key').addEventListener('click', forgetNewKey);
 $('sign-out-everywhere').addEventListener('click', guarded(signOutEverywhere));
+$('passkey-login').addEventListener('click', guarded(logInWithPasskey));
+$('add-passkey').addEventListener('click', guarded(addPasskey));
 $('logout').addEventListener('click', guarded(logOut));
 $('login-username').focus();

@@ -53,10 +53,12 @@ const SECURITY_HEADERS = {
 export interface AccountPageOptions {
   /** Among several identity providers, the local one's name: the page logs in there, whatever the default is. */
   provider?: string | undefined;
+  /** The gateway takes passkeys (`account.passkeys`): the page offers them. */
+  passkeys?: boolean | undefined;
 }
 
 export async function accountPage(app: FastifyInstance, options: AccountPageOptions): Promise<void> {
-  const login = JSON.stringify(options.provider === undefined ? {} : { provider: options.provider });
+  const login = JSON.stringify({ ...(options.provider !== undefined && { provider: options.provider }), ...(options.passkeys === true && { passkeys: true }) });
   app.get(ACCOUNT_PAGE_LOGIN_PATH, async (_request, reply) => reply.headers(SECURITY_HEADERS).type('application/json; charset=utf-8').send(login));
   const contents = await Promise.all(FILES.map(async (entry) => ({ ...entry, body: await readFile(new URL(entry.file, PAGE_DIR)) })));
   for (const { path, type, body } of contents) {

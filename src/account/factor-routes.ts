@@ -15,7 +15,7 @@ export interface FactorRoutesOptions {
   bodyLimitBytes: number;
 }
 
-const NO_STORE = { 'cache-control': 'no-store' } as const;
+export const NO_STORE = { 'cache-control': 'no-store' } as const;
 const CONFIRM_BODY = {
   type: 'object',
   additionalProperties: false,
@@ -23,7 +23,8 @@ const CONFIRM_BODY = {
   properties: { code: { type: 'string', minLength: 1, maxLength: 64 } },
 } as const;
 
-function passwordSession(principal: Principal): Principal {
+/** A key must not give itself a factor: enrolling one (TOTP or a passkey) needs a password login's session. */
+export function passwordSession(principal: Principal): Principal {
   if (principal.method === 'api_key') {
     throw gatehouseError('reauthentication_required', { reason: 'a session opened with an API key cannot enrol a second factor: log in with your password' });
   }

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 import { issuerPortWarning } from '../config-load/issuer-default.js';
 import { CorsPolicy } from '../cors/cors-policy.js';
+import { Passkeys } from '../factors/passkeys.js';
 import type { Drain } from '../http/drain.js';
 import { refusedConnections } from '../limits/connection-limits.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -90,6 +91,7 @@ export async function openEdge(deps: EdgeDeps): Promise<EdgeStage> {
     tokenService: mode.local?.service,
     account: identity.account,
     factors: mode.local?.factors,
+    passkeys: mode.local && config.account.passkeys && new Passkeys({ users: mode.local.users, store, origin: config.account.passkeys.origin }),
     ownLimits: (principal) => access.quotas.usageOf(live.routes.table.routes, principal),
     backchannelLogout: mode.backchannelLogout,
     logoutTokenThrottle: mode.logoutTokenThrottle,

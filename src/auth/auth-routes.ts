@@ -8,6 +8,7 @@ import type { AttemptContext, Authentication } from './auth-service.js';
 import { bearerToken } from './bearer.js';
 import { withTokenRequestProof, type TokenRequestProofs } from './dpop-token-request.js';
 import type { TokenSet } from '../tokens/types.js';
+import type { Principal } from '../core/principal.js';
 import { readAcrValues, type LoginFactors } from './login-factors.js';
 
 export interface AuthRoutesOptions {
@@ -83,9 +84,13 @@ export async function loginFactors(
   auth: Authentication,
   fields: { otp?: string | undefined; acr_values?: string | undefined; max_age?: number | undefined },
 ): Promise<LoginFactors> {
+  return { otp: fields.otp, acrValues: readAcrValues(fields.acr_values), maxAgeS: fields.max_age, session: await steppedSession(request, auth) };
+}
+
+/** The session a login steps up: the one of the request's bearer (or DPoP) token, if it sends one. */
+export async function steppedSession(request: FastifyRequest, auth: Pick<Authentication, 'authenticateRequest'>): Promise<Principal | undefined> {
   // Only a token scheme names a session: the token endpoint's clients may send Basic client credentials there.
-  const session = TOKEN_SCHEME.test(request.headers.authorization ?? '') ? await auth.authenticateRequest(request.raw) : undefined;
-  return { otp: fields.otp, acrValues: readAcrValues(fields.acr_values), maxAgeS: fields.max_age, session };
+  return TOKEN_SCHEME.test(request.headers.authorization ?? '') ? auth.authenticateRequest(request.raw) : undefined;
 }
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {

@@ -19,6 +19,7 @@ import type { LoginAudit } from './login-audit.js';
 import { LoginGuard, type AttemptContext } from './login-guard.js';
 import type { Principal } from '../core/principal.js';
 import type { SecondFactors } from '../factors/second-factors.js';
+import type { PasskeyProof } from '../factors/passkeys.js';
 import type { AuthMethodReference } from '../core/vocabulary.js';
 import { refuseUnreachableLevel, type LoginFactors } from './login-factors.js';
 
@@ -105,6 +106,22 @@ export class AuthService implements Authentication {
         start: async ({ who, amr }) => this.#startSession(who, amr, context, factors.session),
       },
     );
+  }
+
+  /**
+   * A passkey the user unlocked (factors/passkeys.ts): alone, a passwordless
+   * login starting a session; with the caller's own session, its second
+   * factor (same sid; a password login's `pwd` stays in `amr`). Its session's
+   * method is `pwd` (the sessions' one interactive kind); `amr` says how.
+   */
+  async loginWithPasskey(proof: PasskeyProof, context: AttemptContext, session?: Principal): Promise<TokenSet> {
+    if (session !== undefined && session.sub !== proof.sub) throw gatehouseError('invalid_user_credentials');
+    const who: Identity = { sub: proof.sub, username: proof.username, method: 'pwd' };
+    const before = session?.claims?.amr;
+    const amr: AuthMethodReference[] = Array.isArray(before) && before.includes('pwd') ? ['pwd', ...proof.amr] : proof.amr;
+    const { result, admitted } = await this.#startSession(who, amr, context, session);
+    this.#deps.logger.info({ event: 'login', method: 'passkey', sub: proof.sub, sid: admitted.sid }, 'passkey login');
+    return result;
   }
 
   /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Forged or malformed refresh tokens count against the address. */

@@ -1,7 +1,7 @@
 // The `account` section of the config schema: the account page and API.
 import { z } from 'zod';
 import * as d from './defaults.js';
-import { positiveInt } from './schema-primitives.js';
+import { help, httpUrl, positiveInt } from './schema-primitives.js';
 
 /** The account page and API (src/account/): users manage their own API keys and sessions. */
 export const AccountSchema = z
@@ -16,6 +16,13 @@ export const AccountSchema = z
     maxKeyLifetimeDays: positiveInt.max(3650).default(d.DEFAULT_ACCOUNT_MAX_KEY_LIFETIME_DAYS),
     /** Creating a key needs a password login at most this old (GitHub's sudo mode). */
     recentLoginS: positiveInt.default(d.DEFAULT_ACCOUNT_RECENT_LOGIN_S),
+    /** Passkeys (WebAuthn) for local users; absent, none can be registered or used. */
+    passkeys: z
+      .strictObject({
+        /** The origin the account page is reached at, as browsers write it (`https://id.example.com`); its host is the relying party id. */
+        origin: httpUrl.meta(help('the origin the account page is reached at, as browsers write it', 'https://id.example.com')),
+      })
+      .optional(),
   })
   .refine((account) => account.defaultKeyLifetimeDays <= account.maxKeyLifetimeDays, {
     path: ['defaultKeyLifetimeDays'],

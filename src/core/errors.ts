@@ -76,6 +76,8 @@ export const ERRORS = {
   reauthentication_required: { status: 403, message: 'Please log in again with your password to do this.', oauthError: 'insufficient_scope', reason: 'needs a password login from the last few minutes' },
   // Enrolling a second factor: the code does not match the secret shown (or was used already).
   one_time_code_refused: { status: 400, message: 'The code is not valid. Please enter the current code from your app.', oauthError: 'invalid_grant', reason: 'wrong or used one-time code' },
+  // A passkey's answer refused: wrong origin, a challenge used or unknown, a bad signature, a counter gone back.
+  passkey_refused: { status: 400, message: 'The passkey was not accepted. Please try again.', oauthError: 'invalid_grant', reason: 'passkey answer refused' },
   api_key_limit: { status: 409, message: 'You hold as many API keys as you may. Revoke one first.', oauthError: 'invalid_request', reason: 'too many API keys' },
   api_key_not_found: { status: 404, message: 'No such API key.', oauthError: 'not_found', reason: 'unknown API key' },
   api_key_managed_by_operator: { status: 403, message: 'This API key is managed by an operator. Ask them to revoke it.', oauthError: 'insufficient_scope', reason: 'an operator made the key' },

@@ -41,6 +41,8 @@ export interface FactorsSummary {
   totp: boolean;
   totpPending: boolean;
   recoveryCodesLeft: number;
+  /** How many passkeys the user holds. */
+  passkeys: number;
 }
 
 /** A used code is remembered as long as its step could still be accepted. */
@@ -63,7 +65,12 @@ export class SecondFactors {
 
   summary(sub: string): FactorsSummary {
     const factors = this.#users.userOf(sub)?.factors;
-    return { totp: factors?.totp !== undefined, totpPending: factors?.totpPending !== undefined, recoveryCodesLeft: factors?.recoveryCodes?.length ?? 0 };
+    return {
+      totp: factors?.totp !== undefined,
+      totpPending: factors?.totpPending !== undefined,
+      recoveryCodesLeft: factors?.recoveryCodes?.length ?? 0,
+      passkeys: factors?.passkeys?.length ?? 0,
+    };
   }
 
   /** Whether the user has a confirmed second factor. */

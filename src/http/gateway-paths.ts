@@ -34,6 +34,12 @@ export const ACCOUNT_LIMITS_PATH = '/api/v1/account/limits';
 export const ACCOUNT_FACTORS_PATH = '/api/v1/account/factors';
 export const ACCOUNT_TOTP_PATH = '/api/v1/account/factors/totp';
 export const ACCOUNT_TOTP_CONFIRM_PATH = '/api/v1/account/factors/totp/confirm';
+/** Passkeys: registration options for the signed-in user, then the browser's answer. */
+export const ACCOUNT_PASSKEY_OPTIONS_PATH = '/api/v1/account/factors/passkeys/options';
+export const ACCOUNT_PASSKEYS_PATH = '/api/v1/account/factors/passkeys';
+/** A passkey login: the options (a challenge), then the assertion, answered by tokens. */
+export const PASSKEY_LOGIN_OPTIONS_PATH = '/api/v1/auth/passkey/options';
+export const PASSKEY_LOGIN_PATH = '/api/v1/auth/passkey';
 
 /** The account page and its files (account/account-page.ts); `/account/` redirects to the page. */
 export const ACCOUNT_PAGE_PATH = '/account';
@@ -42,7 +48,7 @@ export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
 export const ACCOUNT_PAGE_LIMITS_SCRIPT_PATH = '/account/account-limits.js';
 /** The modules the page's script imports, one per concern, each beside it under /account/. */
-export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js'] as const;
+export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js', 'passkeys.js'] as const;
 export const ACCOUNT_PAGE_MODULE_PATHS: readonly string[] = ACCOUNT_PAGE_MODULES.map((file) => `/account/${file}`);
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
@@ -84,6 +90,10 @@ export const GATEWAY_PATHS: readonly string[] = [
   ACCOUNT_FACTORS_PATH,
   ACCOUNT_TOTP_PATH,
   ACCOUNT_TOTP_CONFIRM_PATH,
+  ACCOUNT_PASSKEY_OPTIONS_PATH,
+  ACCOUNT_PASSKEYS_PATH,
+  PASSKEY_LOGIN_OPTIONS_PATH,
+  PASSKEY_LOGIN_PATH,
   ACCOUNT_PAGE_PATH,
   ACCOUNT_PAGE_SLASH_PATH,
   ACCOUNT_PAGE_STYLES_PATH,

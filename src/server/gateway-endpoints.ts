@@ -8,6 +8,8 @@ import type { AccountService } from '../account/account-service.js';
 import { accountPage } from '../account/account-page.js';
 import { accountRoutes, type AccountRoutesOptions } from '../account/account-routes.js';
 import type { SecondFactors } from '../factors/second-factors.js';
+import type { Passkeys } from '../factors/passkeys.js';
+import { passkeyRoutes } from '../account/passkey-routes.js';
 import { authRoutes } from '../auth/auth-routes.js';
 import type { AuthService, Authentication } from '../auth/auth-service.js';
 import type { BearerAuthenticator } from '../auth/bearer-authenticator.js';
@@ -45,6 +47,8 @@ export interface GatewayEndpointParts {
   ownLimits?: AccountRoutesOptions['ownLimits'];
   /** Local users' second factors, enrolled through the account API. */
   factors?: SecondFactors | undefined;
+  /** Local users' passkeys (`account.passkeys`), registered through the account API and used at login. */
+  passkeys?: Passkeys | undefined;
   /** A fronted provider's back-channel logout (oidc mode). */
   backchannelLogout?: LogoutTokenReceiver | undefined;
   /** Refused logout tokens per address, with `backchannelLogout`. */
@@ -80,7 +84,10 @@ export async function registerGatewayEndpoints(app: FastifyInstance, parts: Gate
     const { ownLimits } = parts;
     const { maxKeyLifetimeDays } = config.account;
     await app.register(accountRoutes, { account: parts.account, bearer, bodyLimitBytes, maxKeyLifetimeDays, ownLimits, factors: parts.factors });
-    await app.register(accountPage, { provider: parts.account.provider });
+    await app.register(accountPage, { provider: parts.account.provider, passkeys: parts.passkeys !== undefined });
+    if (parts.passkeys && parts.tokenService) {
+      await app.register(passkeyRoutes, { passkeys: parts.passkeys, auth: parts.tokenService, bearer, bodyLimitBytes, clientAddress });
+    }
   }
   await app.register(statusRoutes, {
     bearer,

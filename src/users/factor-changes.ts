@@ -3,7 +3,7 @@
 // one recovery code used up, and an operator's reset. Each throws
 // UsersChangeError when the factors are no longer what the caller saw, so
 // of two instances racing to use one recovery code only one succeeds.
-import type { FactorsRecord } from './factor-records.js';
+import type { FactorsRecord, PasskeyRecord } from './factor-records.js';
 import { getUser, UsersChangeError } from './users-changes.js';
 import type { UserRecord, UsersFileData } from './users-file.js';
 
@@ -41,7 +41,27 @@ export function useRecoveryCode(data: UsersFileData, username: string, digest: s
   return withFactors(data, username, user, { ...user.factors, recoveryCodes: left.filter((held) => held !== digest) });
 }
 
-/** `gatehouse users reset-factors`: every second factor goes; the user logs in with the password alone and may enrol again. */
+/** A passkey joins the user's; one with the same credential id is refused (registered already). */
+export function addPasskey(data: UsersFileData, username: string, passkey: PasskeyRecord): UsersFileData {
+  const user = getUser(data, username);
+  const held = user.factors?.passkeys ?? [];
+  if (held.some((key) => key.id === passkey.id)) throw new UsersChangeError('unknown_factor', 'this passkey is registered already');
+  return withFactors(data, username, user, { ...user.factors, passkeys: [...held, passkey] });
+}
+
+/** The counter a passkey last showed; refused unless it grows (another login moved it meanwhile), so clones are seen. */
+export function movePasskeyCounter(data: UsersFileData, username: string, id: string, counter: number): UsersFileData {
+  const user = getUser(data, username);
+  const held = user.factors?.passkeys ?? [];
+  const key = held.find((candidate) => candidate.id === id);
+  if (key === undefined || (counter !== 0 && counter <= key.counter)) throw new UsersChangeError('unknown_factor', 'the passkey is gone or its counter moved');
+  return withFactors(data, username, user, {
+    ...user.factors,
+    passkeys: held.map((candidate) => (candidate.id === id ? { ...candidate, counter } : candidate)),
+  });
+}
+
+/** `gatehouse users reset-factors`: every second factor (passkeys too) goes; the user logs in with the password alone and may enrol again. */
 export function resetFactors(data: UsersFileData, username: string): UsersFileData {
   const user = getUser(data, username);
   if (user.factors === undefined) throw new UsersChangeError('unknown_factor', `${username} has no second factor`);

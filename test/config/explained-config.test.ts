@@ -33,6 +33,7 @@ function fullConfig(provider: 'local' | 'oidc' | 'several', secretHash: string):
     tokens: { keysFile: './keys.json', clients: [{ id: 'orders', secretHash }] },
     server: { tls: { certFile: './tls.crt', keyFile: './tls.key', clientCertificates: { caFile: './clients-ca.crt' } } },
     cors: origins(),
+    account: { passkeys: { origin: 'https://id.example.com' } },
     routes: [
       {
         prefix: '/orders',

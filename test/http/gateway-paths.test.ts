@@ -18,9 +18,9 @@ function urls(routes: ReadonlyArray<{ url: string }>): string[] {
 describe('the gateway paths', () => {
   let gw: TestGateway;
 
-  // Local mode with the account page: every endpoint the gateway has is registered.
+  // Local mode with the account page and passkeys: every endpoint the gateway has is registered.
   beforeAll(async () => {
-    gw = await startTestGateway({ config: { account: { enabled: true } } });
+    gw = await startTestGateway({ config: { account: { enabled: true, passkeys: { origin: 'http://localhost:8080' } } } });
   });
   afterAll(async () => {
     await gw?.close();

@@ -47,7 +47,7 @@ async function enrol(name: string, password: string): Promise<{ secret: string; 
   const confirmed = await account('/totp/confirm', access_token, { code: totpCodeAt(secret, Date.now()) });
   expect(confirmed.status).toBe(200);
   const { recoveryCodes } = (await confirmed.json()) as { recoveryCodes: string[] };
-  expect(await (await account('', access_token)).json()).toEqual({ totp: true, totpPending: false, recoveryCodesLeft: 10 });
+  expect(await (await account('', access_token)).json()).toEqual({ totp: true, totpPending: false, recoveryCodesLeft: 10, passkeys: 0 });
   return { secret, recoveryCodes };
 }
 
