@@ -4,12 +4,15 @@ import { showLimits } from './account-limits.js';
 import { proofHeaders } from './dpop.js';
 import { copyKey, createKey, forgetNewKey, showKeys } from './keys.js';
 import { $, cell, guarded, messageOf, say } from './page.js';
+import { askedLevel, confirmTotp, forgetRecoveryCodes, needsMore, offerStepUp, showFactors, startTotp, stepUp } from './factors.js';
 import { addPasskey, passkeyTokens, showPasskeys } from './passkeys.js';
 import { api, keep } from './session.js';
 import { logOut, showSessions, signOutEverywhere } from './sessions.js';
 
 // The page's own words where the API's are meant for programs: a refused login on this form.
 const WRONG_CREDENTIALS = 'Wrong username or password.';
+const WRONG_WITH_CODE = 'Wrong username, password or one-time code.';
+const NEEDS_CODE = 'Enter the one-time code from your authenticator app as well.';
 
 async function logIn(event) {
   event.preventDefault();
@@ -17,6 +20,7 @@ async function logIn(event) {
   error.hidden = true;
   const username = $('login-username').value.trim();
   const password = $('login-password').value;
+  const otp = $('login-code').value.trim();
   if (!username || !password) {
     error.textContent = 'Enter your username and password.';
     error.hidden = false;
@@ -25,16 +29,19 @@ async function logIn(event) {
   const response = await fetch('/api/v1/auth/login', {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(await proofHeaders('POST', '/api/v1/auth/login').catch(() => ({}))) },
-    body: JSON.stringify({ username, password, ...(await loginSettings).login }),
+    body: JSON.stringify({ username, password, ...(otp && { otp }), ...(await loginSettings).login }),
   }).catch(() => null);
   if (!response?.ok) {
     // A 401 here is this form's own answer, not the API's "log in to carry out this action".
     if (!response) error.textContent = 'The gateway cannot be reached.';
-    else error.textContent = response.status === 401 ? WRONG_CREDENTIALS : await messageOf(response, 'The login failed. Please retry.');
+    else if (await needsMore(response)) error.textContent = NEEDS_CODE;
+    else error.textContent = response.status === 401 ? (otp ? WRONG_WITH_CODE : WRONG_CREDENTIALS) : await messageOf(response, 'The login failed. Please retry.');
     error.hidden = false;
+    if (error.textContent === NEEDS_CODE) $('login-code').focus();
     return;
   }
   $('login-password').value = '';
+  $('login-code').value = '';
   await enter(await response.json());
 }
 
@@ -58,6 +65,7 @@ async function enter(tokenSet) {
   $('account').hidden = false;
   $('signed-in').hidden = false;
   $('keys-title').focus();
+  offerStepUp();
 }
 
 async function showAccount() {
@@ -65,7 +73,7 @@ async function showAccount() {
   $('username').textContent = account.username;
   const { passkeys } = await loginSettings;
   $('passkeys-section').hidden = !passkeys;
-  await Promise.all([showKeys(), showSessions(), showLimits(api, cell), ...(passkeys ? [showPasskeys()] : [])]);
+  await Promise.all([showKeys(), showSessions(), showLimits(api, cell), showFactors(), ...(passkeys ? [showPasskeys()] : [])]);
 }
 
 /**
@@ -94,5 +102,10 @@ $('done-key').addEventListener('click', forgetNewKey);
 $('sign-out-everywhere').addEventListener('click', guarded(signOutEverywhere));
 $('passkey-login').addEventListener('click', guarded(logInWithPasskey));
 $('add-passkey').addEventListener('click', guarded(addPasskey));
+$('start-totp').addEventListener('click', guarded(startTotp));
+$('totp-form').addEventListener('submit', guarded(confirmTotp));
+$('done-recovery').addEventListener('click', forgetRecoveryCodes);
+$('step-up-form').addEventListener('submit', guarded(stepUp));
+if (askedLevel()) $('login-step-up').hidden = false;
 $('logout').addEventListener('click', guarded(logOut));
 $('login-username').focus();

@@ -31,12 +31,21 @@ async function renew() {
   else signedOut(response ? SESSION_OVER : 'The gateway cannot be reached.');
 }
 
+/** The access token's claims (acr, auth_time, sid): the page reads what its session reached. */
+export function tokenClaims() {
+  const payload = tokens.access.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+  return JSON.parse(atob(payload));
+}
+
+/** The session's credentials for one request: its token, and a proof of the page's key when bound. */
+export async function credentialHeaders(method, path) {
+  const access = tokens.access;
+  return tokens.bound ? { authorization: `DPoP ${access}`, ...(await proofHeaders(method, path, access)) } : { authorization: `Bearer ${access}` };
+}
+
 /** A call with the access token; a 401 means the session is over. */
 export async function api(path, options = {}) {
-  const access = tokens.access;
-  const credentials = tokens.bound
-    ? { authorization: `DPoP ${access}`, ...(await proofHeaders(options.method ?? 'GET', path, access)) }
-    : { authorization: `Bearer ${access}` };
+  const credentials = await credentialHeaders(options.method ?? 'GET', path);
   const response = await fetch(path, { ...options, headers: { ...options.headers, ...credentials } });
   if (response.status === 401) {
     signedOut(SESSION_OVER);
@@ -53,6 +62,12 @@ export function signedOut(text) {
   $('login').hidden = false;
   $('new-key').hidden = true;
   $('new-key-value').value = '';
+  // Nothing of a second factor stays on the page once signed out: not the secret, not the recovery codes.
+  $('totp-setup').hidden = true;
+  $('totp-secret').textContent = '';
+  $('recovery').hidden = true;
+  $('recovery-codes').replaceChildren();
+  $('step-up').hidden = true;
   say(text ?? '');
   $('login-username').focus();
 }

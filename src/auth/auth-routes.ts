@@ -104,8 +104,10 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
     { bodyLimit: bodyLimitBytes, schema: { body: LOGIN_BODY, response: { 200: TOKEN_SET_RESPONSE } } },
     async (request, reply) => {
       const { username, password, provider } = request.body;
-      const context = await contextOf(request);
       const factors = await loginFactors(request, auth, request.body);
+      // A bound session stepping up: its proof, good once, was checked with its token; the new tokens stay bound to that key.
+      const bound = factors.session?.confirmationThumbprint;
+      const context = bound === undefined ? await contextOf(request) : { ...attemptContext(request, clientAddress), dpopThumbprint: bound };
       return sendTokenSet(reply, await auth.login(username, password, provider === undefined ? context : { ...context, provider }, factors));
     },
   );

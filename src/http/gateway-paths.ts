@@ -48,7 +48,7 @@ export const ACCOUNT_PAGE_STYLES_PATH = '/account/account.css';
 export const ACCOUNT_PAGE_SCRIPT_PATH = '/account/account.js';
 export const ACCOUNT_PAGE_LIMITS_SCRIPT_PATH = '/account/account-limits.js';
 /** The modules the page's script imports, one per concern, each beside it under /account/. */
-export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js', 'passkeys.js'] as const;
+export const ACCOUNT_PAGE_MODULES = ['page.js', 'dpop.js', 'session.js', 'keys.js', 'sessions.js', 'passkeys.js', 'factors.js'] as const;
 export const ACCOUNT_PAGE_MODULE_PATHS: readonly string[] = ACCOUNT_PAGE_MODULES.map((file) => `/account/${file}`);
 /** The page's icon (its `<link rel="icon">`): under /account/, so no route's `/favicon.ico` is taken. */
 export const ACCOUNT_PAGE_ICON_PATH = '/account/favicon.svg';
@@ -140,10 +140,15 @@ export const GATEWAY_PATH_PREFIXES = ['/api/v1/auth/', '/oauth/', '/.well-known/
 /** Paths the gateway owns themselves and below (`/account`, `/account/…`), but not `/accounts`. */
 export const GATEWAY_PATH_ROOTS = [ACCOUNT_PATH, ACCOUNT_PAGE_PATH] as const;
 
+/** What may follow a root in a path of its own: `/` or `?`. */
+const ROOT_FOLLOWERS = new Set([47, 63]);
+
 export function isGatewayPath(path: string): boolean {
   // A handful of prefix checks: cheaper than any lookup structure at this size.
   for (const prefix of GATEWAY_PATH_PREFIXES) if (path.startsWith(prefix)) return true;
-  for (const root of GATEWAY_PATH_ROOTS) if (path.startsWith(root) && (path.length === root.length || path.charCodeAt(root.length) === 47) /* / */) return true;
+  // The root itself, below it, or it with a query (`/account?acr_values=…`, a step-up's address).
+  for (const root of GATEWAY_PATH_ROOTS)
+    if (path.startsWith(root) && (path.length === root.length || ROOT_FOLLOWERS.has(path.charCodeAt(root.length)))) return true;
   return false;
 }
 

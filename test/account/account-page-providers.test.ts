@@ -57,7 +57,7 @@ describe('the account page among several providers, the default an OpenID Provid
       expect(await page.locator('#login-provider-name').textContent()).toBe('break-glass');
       const login = page.waitForRequest((request) => request.url().endsWith('/api/v1/auth/login'));
       await page.getByLabel('Username').fill(ALICE.username);
-      await page.getByLabel('Password').fill(ALICE.password);
+      await page.getByLabel('Password', { exact: true }).fill(ALICE.password);
       await page.getByRole('button', { name: 'Log in' }).click();
       expect((await login).postDataJSON()).toMatchObject({ username: ALICE.username, provider: 'break-glass' });
       await page.locator('#account').waitFor({ state: 'visible' });
@@ -73,7 +73,7 @@ describe('the account page among several providers, the default an OpenID Provid
       await page.goto(`${withLocal.url}/account`);
       await page.locator('#login-provider').waitFor({ state: 'visible' });
       await page.getByLabel('Username').fill(ALICE.username);
-      await page.getByLabel('Password').fill('staff-alice-password-1');
+      await page.getByLabel('Password', { exact: true }).fill('staff-alice-password-1');
       await page.getByRole('button', { name: 'Log in' }).click();
       await expect.poll(() => page.locator('#login-error').textContent()).toBe('Wrong username or password.');
       expect(await page.locator('#account').isHidden()).toBe(true);

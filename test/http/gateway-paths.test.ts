@@ -52,7 +52,10 @@ describe('the gateway paths', () => {
   it('sends the paths of a route to Fastify and their neighbours to the proxy', () => {
     expect(isGatewayPath('/api/v1/requests/0b7c4bb8-2f0e-4a43-9d8f-3a1c7e1f3f6a/status')).toBe(true);
     expect(isGatewayPath('/account/')).toBe(true);
+    // With a query it is the same page (a step-up's address, /account?acr_values=…), never handed to the proxy.
+    expect(isGatewayPath('/account?acr_values=urn%3Agatehouse%3Aacr%3Amfa')).toBe(true);
     expect(isGatewayPath('/accounts')).toBe(false);
+    expect(isGatewayPath('/accounts?x=1')).toBe(false);
     expect(isGatewayPath('/api/v1/accounting')).toBe(false);
     expect(isGatewayPath('/api/v1/authx')).toBe(false);
   });
