@@ -134,8 +134,7 @@ describe('the issuer', () => {
   });
 
   it('unset, discovery on a running gateway advertises the port it listens on', async () => {
-    const port = await freePort();
-    const gw = await startTestGateway({ port, config: { tokens: { issuer: undefined } } });
+    const { port, gw } = await onFreePort({ tokens: { issuer: undefined } });
     try {
       const discovery = (await (await fetch(`${gw.url}/.well-known/openid-configuration`)).json()) as { issuer: string };
       expect(discovery.issuer).toBe(`http://127.0.0.1:${port}`);
@@ -146,8 +145,7 @@ describe('the issuer', () => {
   });
 
   it('set to another port than the bound one, is warned about at start', async () => {
-    const port = await freePort();
-    const gw = await startTestGateway({ port, config: { tokens: { issuer: 'http://localhost:8080' } } });
+    const { port, gw } = await onFreePort({ tokens: { issuer: 'http://localhost:8080' } });
     try {
       expect(gw.logs.entries().filter((entry) => String(entry.msg).startsWith('tokens.issuer'))).toEqual([
         expect.objectContaining({
@@ -194,3 +192,18 @@ describe('oidc mode', () => {
     }
   });
 });
+
+/**
+ * A gateway on a port chosen before it starts (the default issuer follows the configured port, so port 0 will
+ * not do): another process may take a free port between the look and the bind, so a taken one is tried again.
+ */
+async function onFreePort(config: NonNullable<Parameters<typeof startTestGateway>[0]>['config']) {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await freePort();
+    try {
+      return { port, gw: await startTestGateway({ port, config }) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 5) throw error;
+    }
+  }
+}
