@@ -18,7 +18,7 @@ import { constants, createPublicKey, verify, type KeyObject } from 'node:crypto'
 import { loadavg } from 'node:os';
 import { DpopProofCheck } from '../src/dpop/proof-check.js';
 import { MemoryStore } from '../src/store/memory-store.js';
-import { clientKey, dpopLogin, proof } from './lib/dpop-load.js';
+import { clientKey, dpopLogin, proof, type ClientKey } from './lib/dpop-load.js';
 import { startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { settingsFromEnv } from './lib/measure.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
@@ -40,6 +40,23 @@ function rawVerifier(alg: string, publicKey: KeyObject): (data: Buffer, signatur
       ? { key: publicKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }
       : publicKey;
   return (data, signature) => verify(digest, data, key, signature);
+}
+
+/**
+ * CPU µs of one raw node:crypto verify of `key`'s algorithm, over `count` proofs signed beforehand: the unit a
+ * DPoP request's price is read in, measured beside each round of it (the machine's speed moves between rounds).
+ */
+export async function rawVerifyUs(key: ClientKey, count: number): Promise<number> {
+  const raw = rawVerifier(key.alg, createPublicKey({ key: key.jwk as never, format: 'jwk' }));
+  const proofs = await Promise.all(Array.from({ length: count }, () => proof(key, 'GET', 'http://gw.example/api/orders')));
+  const parts = proofs.map((one) => {
+    const cut = one.lastIndexOf('.');
+    return [Buffer.from(one.slice(0, cut)), Buffer.from(one.slice(cut + 1), 'base64url')] as const;
+  });
+  const started = process.cpuUsage();
+  for (const [data, signature] of parts) if (!raw(data, signature)) throw new Error(`${key.alg}: a raw verify failed`);
+  const used = process.cpuUsage(started);
+  return (used.user + used.system) / count;
 }
 
 export interface ProofCheckCost {

@@ -4,7 +4,10 @@
 // access line, metrics, telemetry…) and printed as CPU µs per request.
 //
 //   npm run bench -- profile        (BENCH_DURATION_S sets the load, default 10 s;
-//                                    BENCH_PROFILE_DIST profiles another build's dist/)
+//                                    BENCH_PROFILE_DIST profiles another build's dist/;
+//                                    BENCH_PROFILE_TOKEN=dpop profiles a DPoP-bound token,
+//                                    a new EdDSA proof per request, signed ahead, from a Node
+//                                    client; =node-bearer a plain token from that client)
 //
 // The .cpuprofile file is kept (bench/results/) to open in Chrome DevTools or
 // speedscope; the summary names the profile it read.
@@ -12,6 +15,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '../test/helpers/redis-server.js';
+import { clientKey, dpopLogin, presignedDpopLoad } from './lib/dpop-load.js';
 import { loginTokens, startGatehouse } from './lib/gatehouse.js';
 import { load } from './lib/load.js';
 import { startServer } from './lib/processes.js';
@@ -34,13 +38,24 @@ export async function runProfileSection(): Promise<void> {
   let requests = 0;
   let measured = 0;
   try {
-    const { access_token } = await loginTokens(gatehouse.url);
-    const headers = { authorization: `Bearer ${access_token}` };
+    const url = `${gatehouse.url}/items/1`;
+    let drive: (connections: number, durationS: number) => Promise<{ requests: number; rps: number; errors: number }>;
+    const token = process.env.BENCH_PROFILE_TOKEN;
+    if (token === 'dpop') {
+      const key = await clientKey('EdDSA');
+      drive = presignedDpopLoad(url, { key, token: await dpopLogin(gatehouse.url, key) });
+    } else if (token === 'node-bearer') {
+      drive = presignedDpopLoad(url, { token: await dpopLogin(gatehouse.url) });
+    } else {
+      const headers = { authorization: `Bearer ${(await loginTokens(gatehouse.url)).access_token}` };
+      drive = (connections, durationS) => load(url, { connections, durationS, headers });
+    }
+    const what = token === 'dpop' ? 'a DPoP-bound token' : token === 'node-bearer' ? 'a cached access token from a Node client' : 'a cached access token';
     say('warming up (2 s)');
-    requests += (await load(`${gatehouse.url}/items/1`, { connections: 50, durationS: 2, headers })).requests;
-    say(`profiling ${durationS} s of proxied GETs at c=50 with a cached access token`);
+    requests += (await drive(50, 2)).requests;
+    say(`profiling ${durationS} s of proxied GETs at c=50 with ${what}`);
     gatehouse.child.kill('SIGUSR2'); // bench/lib/gc-tally.mjs counts from here
-    const result = await load(`${gatehouse.url}/items/1`, { connections: 50, durationS, headers });
+    const result = await drive(50, durationS);
     requests += result.requests;
     measured = result.requests;
     say(`${result.rps.toFixed(0)} req/s, ${result.errors} errors`);

@@ -46,33 +46,40 @@ export async function dpopLogin(gatewayUrl: string, key?: ClientKey): Promise<st
 
 /**
  * A driver of GETs of `url` with a bound token, each with its own proof, all
- * signed before the run starts (a proof's `jti` is spent once, so wrk's fixed
+ * signed before the run starts (without `key`, the same driver sends `token`
+ * as a plain bearer token: the baseline a bound token's price is read from,
+ * driven by the same client at the same concurrency) (a proof's `jti` is spent once, so wrk's fixed
  * headers cannot carry them; signed during the run, the bench process's
  * signing bounded the row). Each run signs what the last one's rate says it
  * needs, and a third more; a run that uses them all signs the rest as it goes
  * (counted in `signedDuring`). Latencies from the send, in microseconds.
  */
-export function presignedDpopLoad(url: string, options: { key: ClientKey; token: string }) {
+export function presignedDpopLoad(url: string, options: { key?: ClientKey; token: string }) {
   let rate = 2_000;
-  const authorization = `DPoP ${options.token}`;
+  const { key } = options;
+  const authorization = `${key === undefined ? 'Bearer' : 'DPoP'} ${options.token}`;
   const target = new URL(url);
   return async (connections: number, durationS: number) => {
-    const proofs = await Promise.all(Array.from({ length: Math.ceil(rate * durationS * 1.3) + 100 }, () => proof(options.key, 'GET', url, options.token)));
+    const sign = () => (key === undefined ? Promise.resolve(undefined) : proof(key, 'GET', url, options.token));
+    const proofs = key === undefined ? [] : await Promise.all(Array.from({ length: Math.ceil(rate * durationS * 1.3) + 100 }, sign));
     const agent = new Agent({ keepAlive: true, maxSockets: connections });
     const latencies: number[] = [];
     let errors = 0;
     let signedDuring = 0;
-    const one = (dpop: string) =>
+    const one = (dpop: string | undefined) =>
       new Promise<void>((resolve) => {
         const sent = performance.now();
-        const req = request({ host: target.hostname, port: target.port, path: target.pathname, agent, headers: { authorization, dpop } }, (res) => {
-          res.resume();
-          res.once('end', () => {
-            latencies.push(performance.now() - sent);
-            if (res.statusCode !== 200) errors += 1;
-            resolve();
-          });
-        });
+        const req = request(
+          { host: target.hostname, port: target.port, path: target.pathname, agent, headers: dpop === undefined ? { authorization } : { authorization, dpop } },
+          (res) => {
+            res.resume();
+            res.once('end', () => {
+              latencies.push(performance.now() - sent);
+              if (res.statusCode !== 200) errors += 1;
+              resolve();
+            });
+          },
+        );
         req.once('error', () => {
           errors += 1;
           resolve();
@@ -84,9 +91,9 @@ export function presignedDpopLoad(url: string, options: { key: ClientKey; token:
     const worker = async () => {
       while (performance.now() < until) {
         let dpop = proofs.pop();
-        if (dpop === undefined) {
+        if (dpop === undefined && key !== undefined) {
           signedDuring += 1;
-          dpop = await proof(options.key, 'GET', url, options.token);
+          dpop = await sign();
         }
         await one(dpop);
       }
