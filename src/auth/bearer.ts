@@ -18,24 +18,34 @@ export function usesDpopScheme(headers: IncomingHttpHeaders): boolean {
 const PLAIN_BEARER_MAX = 'Bearer '.length + 8192;
 
 /**
- * The token of `Bearer <token>` as nearly every client sends it (that scheme,
- * one space, nothing after), cut out without checking its characters: only
- * for looking the token up among those admitted before, whose syntax was
- * checked when they were first seen. Any other shape of header: undefined.
+ * The token of `Bearer <token>` or `DPoP <token>` as nearly every client sends
+ * it (that scheme, one space, nothing after), cut out without checking its
+ * characters: only for looking the token up among those admitted before,
+ * whose syntax was checked when they were first seen. Any other shape of
+ * header: undefined.
  */
 export function plainBearerToken(headers: IncomingHttpHeaders): string | undefined {
   const header = headers.authorization;
   if (header === undefined || header.length <= 7 || header.length > PLAIN_BEARER_MAX) return undefined;
-  // `bearer ` in any case: each letter's code with 0x20 set is its lower case.
-  const schemeMatches =
-    (header.charCodeAt(0) | 0x20) === 0x62 &&
+  // Each letter's code with 0x20 set is its lower case: `bearer ` or `dpop ` in any case.
+  const first = header.charCodeAt(0) | 0x20;
+  if (first === 0x64 /* d */) {
+    const dpop =
+      (header.charCodeAt(1) | 0x20) === 0x70 &&
+      (header.charCodeAt(2) | 0x20) === 0x6f &&
+      (header.charCodeAt(3) | 0x20) === 0x70 &&
+      header.charCodeAt(4) === 0x20;
+    return dpop ? header.slice(5) : undefined;
+  }
+  const bearer =
+    first === 0x62 &&
     (header.charCodeAt(1) | 0x20) === 0x65 &&
     (header.charCodeAt(2) | 0x20) === 0x61 &&
     (header.charCodeAt(3) | 0x20) === 0x72 &&
     (header.charCodeAt(4) | 0x20) === 0x65 &&
     (header.charCodeAt(5) | 0x20) === 0x72 &&
     header.charCodeAt(6) === 0x20;
-  return schemeMatches ? header.slice(7) : undefined;
+  return bearer ? header.slice(7) : undefined;
 }
 
 export function bearerToken(headers: IncomingHttpHeaders): string {

@@ -1,12 +1,24 @@
 // An operation given a deadline: it rejects when the operation has not settled in time.
 
-/** `operation`, or a rejection once `timeoutMs` have passed without its answer. */
+/**
+ * `operation`, or a rejection once `timeoutMs` have passed without its answer.
+ * One promise and one timer per call (every store command pays it): no race
+ * of two promises and no `finally`, which cost twice as much. A late answer
+ * still settles `operation`, whose rejection is handled here, so it cannot
+ * surface as an unhandled one.
+ */
 export function withinDeadline<T>(operation: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs);
+    operation.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  // The losing operation still settles later; race() has subscribed to it, so
-  // its rejection is handled and cannot surface as an unhandled one.
-  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
 }

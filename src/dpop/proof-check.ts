@@ -10,7 +10,7 @@
 // signature is checked, so a replay is refused wherever it lands; a store that
 // cannot be asked fails the request closed (503).
 // Why: docs/decisions/0023-dpop-proofs-at-the-price-of-one-verify.md
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { LRUCache } from 'lru-cache';
 import type { ClientAddress } from '../http/client-address.js';
@@ -169,8 +169,7 @@ export class DpopProofCheck {
     if (typeof iat !== 'number' || !Number.isFinite(iat)) throw new DpopProofError('the DPoP proof has no iat');
     if (Math.abs(this.#now() / 1000 - iat) > this.#window) throw new DpopProofError('the DPoP proof iat is outside the accepted window');
     if (expect.accessToken !== undefined) {
-      const hash = createHash('sha256').update(expect.accessToken, 'ascii').digest('base64url');
-      if (ath !== hash) throw new DpopProofError('the DPoP proof ath is not the hash of the token');
+      if (ath !== hash('sha256', expect.accessToken, 'base64url')) throw new DpopProofError('the DPoP proof ath is not the hash of the token');
     }
     return jti;
   }
@@ -178,7 +177,7 @@ export class DpopProofCheck {
   /** RFC 9449 11.1: a `jti` accepted once, on any instance, is refused for as long as its proof could pass the window. */
   async #remember(jkt: string, jti: string): Promise<void> {
     // Per key (two clients may well pick the same jti), and digested: a client's jti never becomes a Redis key as it is.
-    const id = createHash('sha256').update(`${jkt}\n${jti}`).digest('base64url');
+    const id = hash('sha256', `${jkt}\n${jti}`, 'base64url');
     let first: boolean;
     try {
       first = await this.#store.rememberDpopProof(id, 2 * this.#window * 1000);

@@ -6,7 +6,7 @@
 // methods from a fixed list, reasons and kinds from the code. The per-request
 // histograms are BoundHistograms (bound-histogram.ts): request-telemetry.ts
 // binds each label combination once, and an observation is a bucket count.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { BoundHistogram } from './bound-histogram.js';
 
 export type CaptureOutcome =
@@ -215,7 +215,8 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly storeCommandDuration = new Histogram({
+  /** Bound per operation and outcome by observability/store-metrics.ts: a DPoP proof or a rate limit pays one store command per request. */
+  readonly storeCommandDuration = new BoundHistogram({
     name: 'gatehouse_store_command_duration_seconds',
     help: 'Store operations (sessions, request records, limits) by operation and outcome (ok, error).',
     labelNames: ['operation', 'outcome'] as const,

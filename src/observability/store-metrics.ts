@@ -21,17 +21,19 @@ export function measuredStore(store: Store, metrics: Metrics): Store {
       if (wrapper === undefined) {
         const operation = String(property);
         const fn = value as (...args: unknown[]) => unknown;
+        const succeeded = metrics.storeCommandDuration.labels(operation, 'ok');
+        const failed = metrics.storeCommandDuration.labels(operation, 'error');
         wrapper = (...args: unknown[]) => {
           const started = performance.now();
           const result = fn.apply(target, args);
           if (!(result instanceof Promise)) return result;
           return result.then(
             (ok: unknown) => {
-              metrics.storeCommandDuration.observe({ operation, outcome: 'ok' }, (performance.now() - started) / 1000);
+              succeeded.observe((performance.now() - started) / 1000);
               return ok;
             },
             (error: unknown) => {
-              metrics.storeCommandDuration.observe({ operation, outcome: 'error' }, (performance.now() - started) / 1000);
+              failed.observe((performance.now() - started) / 1000);
               throw error;
             },
           );

@@ -410,7 +410,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     });
   });
 
-  it('reads an admitted token from a header as it reads a new one, for the proxy and the front door: a plain `Bearer` shortcut changes no answer', async () => {
+  it('reads an admitted token from a header as it reads a new one, for the proxy and the front door: a plain `Bearer` or `DPoP` shortcut changes no answer', async () => {
     const { tokens } = await startSession(parts, store, 'alice');
     const token = tokens.access_token;
     await auth.authenticate(token);
@@ -427,6 +427,16 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
       `Basic ${token}`,
       `Bearer ${token.slice(0, -1)}`,
       `Bearer ${token}==`,
+      `DPoP ${token}`,
+      `dpop ${token}`,
+      `DPOP ${token}`,
+      `DPoP  ${token}`,
+      `DPoP ${token} `,
+      `DPoP\t${token}`,
+      `DPoPx${token}`,
+      `DPo ${token}`,
+      `DPoP ${token}!`,
+      `Dear ${token}`,
     ];
     for (const authorization of headers) {
       const expected = attempt(() => bearerToken({ authorization }));
