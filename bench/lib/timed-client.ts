@@ -94,6 +94,31 @@ export async function sequential(url: string, options: TimedOptions): Promise<Ti
 }
 
 /**
+ * c=1 latencies of several URLs compared fairly: each on its own kept-alive
+ * connection, one request at a time, the URLs taking turns in `chunks` slices
+ * of `sliceS` each, every URL's latencies pooled over its slices. A c=1 p99
+ * from one run of a few seconds moves by a millisecond between two runs of the
+ * same row on a shared machine (a scheduling hiccup lands in one and not the
+ * other); slices this short put any such moment into every URL's share alike.
+ */
+export async function interleavedSequential(
+  urls: ReadonlyArray<{ url: string } & Omit<TimedOptions, 'durationS'>>,
+  options: { chunks: number; sliceS: number },
+): Promise<TimedResult[]> {
+  const clients = urls.map(({ url, ...rest }) => ({ ...target(url, { ...rest, durationS: 0 }, 1), ...tally(), elapsed: 0 }));
+  for (let chunk = 0; chunk < options.chunks; chunk++) {
+    for (const client of clients) {
+      const started = performance.now();
+      const until = started + options.sliceS * 1000;
+      while (performance.now() < until) await timed(client.send, client.record);
+      client.elapsed += performance.now() - started;
+    }
+  }
+  for (const client of clients) client.agent.destroy();
+  return clients.map((client) => summary(client.latencies, client.errors(), client.elapsed));
+}
+
+/**
  * An open-loop client at `rate` requests a second: each request is sent on its
  * schedule whether or not earlier ones have answered (no coordinated
  * omission), and timed from its send (a late send is this client's own loop).
