@@ -139,12 +139,19 @@ export async function runFloorSection(): Promise<boolean> {
     const ratio = gate.cpuUsPerRequest! / floorRow.cpuUsPerRequest!;
     say(`each round's ratio to the floor: ${roundRatios.map((r) => `${r.toFixed(2)}×`).join(', ')}`);
     say(`c=1 p99 against the floor's: ${signed(gate.c1P99Ms! - floorRow.c1P99Ms!)} ms (reported, not guarded: a shared machine moves it by a millisecond)`);
+    // What each costs with no traffic at all: a fixed cost per second weighs more per request the lower a row's rate.
+    const idleS = 10; // /proc counts CPU in 10 ms ticks: 1 ms a second of resolution
+    const [floorIdle, gateIdle] = [floor.cpuMicros(), main.cpuMicros()];
+    await new Promise((resolve) => setTimeout(resolve, idleS * 1000));
+    const idle = { floorMsPerS: (floor.cpuMicros() - floorIdle) / 1000 / idleS, gatehouseMsPerS: (main.cpuMicros() - gateIdle) / 1000 / idleS };
+    say(`idle for ${idleS} s, CPU ms a second: floor ${idle.floorMsPerS.toFixed(2)}, gatehouse ${idle.gatehouseMsPerS.toFixed(2)} (reported, not guarded)`);
     // The proof check alone against one raw verify of its algorithm, in this process, same run.
     const proofCost = await proofCheckCost(DPOP_ALG, 1_000, settings.rounds);
     say(`DPoP (${DPOP_ALG}) proof check ${proofCost.checkUs.toFixed(1)} µs CPU against one raw verify's ${proofCost.verifyUs.toFixed(1)} µs`);
     const tlsRow = named(TLS_ROW);
     say(
-      `TLS row's c=1 p99 against the plain row's, medians of the rows' own runs: ${signed(tlsRow.c1P99Ms! - gate.c1P99Ms!)} ms (reported; the guard reads the slices below)`,
+      `TLS row's c=1 p99 against the plain row's, medians of the rows' own runs: ${signed(tlsRow.c1P99Ms! - gate.c1P99Ms!)} ms ` +
+        '(reported; the guard reads the slices below)',
     );
     // TLS against plain at c=1, in half-second slices taking turns, each row's latencies pooled (bench/lib/timed-client.ts).
     const slices = Math.max(10, settings.rounds * settings.durationS);

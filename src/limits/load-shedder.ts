@@ -1,6 +1,7 @@
-// Load shedding on event-loop delay: reads the loop (the p90 of a 10 ms timer's lateness per sample interval, and
-// its utilization, reported only) and says at which level the front door (server/front-door.ts) refuses work from
-// the request head: without a credential known good first, everything only when the loop is later still.
+// Load shedding on event-loop delay: reads the loop (the p90 of a 10 ms timer's lateness per sample interval, the
+// timer resting while the loop mostly waits, and its utilization) and says at which level the front door
+// (server/front-door.ts) refuses work from the request head: without a credential known good first, everything only
+// when the loop is later still.
 //
 // Invariants: a late reading raises the level at once; it falls only after `coolDownMs` without one.
 // Why: docs/decisions/0002-shed-load-on-event-loop-delay.md
@@ -34,46 +35,92 @@ export interface LoadState extends LoopReading {
   shedding: Shedding;
 }
 
-/** How often the loop's lateness is measured: under-pressure's resolution too. */
+/** How often the loop's lateness is measured while it works: under-pressure's resolution too. */
 const RESOLUTION_MS = 10;
 
+export interface NodeLoopGaugeOptions {
+  /** How often `read` is called (the shedder's sample interval): a resting gauge's one sample is that call's own lateness. */
+  readEveryMs: number;
+  /**
+   * Below this utilization of the last interval the 10 ms timer rests until a
+   * reading finds the loop busier (0: never rests). A loop that mostly waits
+   * sheds nothing anyway (`minUtilization`), and the timer's hundred turns a
+   * second were most of an idle gateway's CPU.
+   */
+  restBelowUtilization: number;
+}
+
 /**
- * The Node event loop: a timer every `RESOLUTION_MS` records how late it
- * fires, and the loop's utilization comes from perf_hooks. Not
+ * The Node event loop: while it works, a timer every `RESOLUTION_MS` records
+ * how late it fires, and the loop's utilization comes from perf_hooks. Not
  * monitorEventLoopDelay's histogram: its reset forgets when the timer last
  * fired, so a stall that begins just after a reading is not counted at all
  * (a 600 ms block read as 10 ms); this timer's schedule survives the reset.
+ * While the loop mostly waits the timer rests, and each reading's one sample
+ * is how late the reading itself came: a block that starts while resting is
+ * still read (600 ms late), a tenth-of-the-turns tail only once the timer runs.
  */
 export class NodeLoopGauge implements LoopGauge {
   /** Lateness per turn, in µs (a histogram takes integers from 1). */
   readonly #lateness: RecordableHistogram = createHistogram();
+  readonly #options: NodeLoopGaugeOptions;
   #utilization: EventLoopUtilization = performance.eventLoopUtilization();
   #due = performance.now() + RESOLUTION_MS;
-  readonly #timer: NodeJS.Timeout;
+  /** When the next `read` is expected. */
+  #readDue: number;
+  #timer: NodeJS.Timeout | undefined;
 
-  constructor() {
-    this.#timer = setInterval(() => this.#tick(), RESOLUTION_MS).unref();
+  constructor(options: NodeLoopGaugeOptions) {
+    this.#options = options;
+    this.#readDue = performance.now() + options.readEveryMs;
+    this.#start();
+  }
+
+  /** Whether the 10 ms timer is running (false while the loop rests). */
+  get sampling(): boolean {
+    return this.#timer !== undefined;
   }
 
   read(): LoopReading {
+    const now = performance.now();
     // A turn that kept the timer waiting until now counts in this reading, not the next.
-    if (performance.now() > this.#due) this.#tick();
+    if (this.#timer !== undefined) {
+      if (now > this.#due) this.#tick();
+    } else this.#record(now - this.#readDue);
+    this.#readDue = now + this.#options.readEveryMs;
     const delayMs = this.#lateness.count === 0 ? 0 : (this.#lateness.percentile(90) - 1) / 1000;
     this.#lateness.reset();
-    const now = performance.eventLoopUtilization();
-    const utilization = performance.eventLoopUtilization(now, this.#utilization).utilization;
-    this.#utilization = now;
+    const elu = performance.eventLoopUtilization();
+    const utilization = performance.eventLoopUtilization(elu, this.#utilization).utilization;
+    this.#utilization = elu;
+    if (utilization < this.#options.restBelowUtilization) this.#stop();
+    else this.#start();
     return { delayMs, utilization };
   }
 
   close(): void {
+    this.#stop();
+  }
+
+  #start(): void {
+    if (this.#timer !== undefined) return;
+    this.#due = performance.now() + RESOLUTION_MS;
+    this.#timer = setInterval(() => this.#tick(), RESOLUTION_MS).unref();
+  }
+
+  #stop(): void {
     clearInterval(this.#timer);
+    this.#timer = undefined;
   }
 
   #tick(): void {
     const now = performance.now();
-    this.#lateness.record(1 + Math.max(0, Math.round((now - this.#due) * 1000)));
+    this.#record(now - this.#due);
     this.#due = now + RESOLUTION_MS;
+  }
+
+  #record(lateMs: number): void {
+    this.#lateness.record(1 + Math.max(0, Math.round(lateMs * 1000)));
   }
 }
 
@@ -99,7 +146,9 @@ export class LoadShedder extends EventEmitter<LoadShedderEvents> {
     this.#settings = settings;
     this.#now = now;
     if (!settings.enabled) return;
-    const loop = gauge ?? new NodeLoopGauge();
+    // Half the utilization that sheds anything: a loop below it rests its 10 ms timer (and a loop that jumps from
+    // rest to a flood is read by its reading's own lateness until the timer runs again, one interval later).
+    const loop = gauge ?? new NodeLoopGauge({ readEveryMs: settings.sampleIntervalMs, restBelowUtilization: settings.minUtilization / 2 });
     this.#gauge = loop;
     // The first reading covers the gateway's own start (keys, the users file, compiling), not its traffic: not judged.
     let started = false;

@@ -1,6 +1,6 @@
 // The load shedder's levels (limits/load-shedder.ts): read from the event loop
 // every interval, up at once, down only after the cool-down; and the real
-// gauge reads a blocked loop as late.
+// gauge reads a blocked loop as late, its timer resting while the loop mostly waits.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config-load/load.js';
 import { LoadShedder, NodeLoopGauge, type LoadSheddingSettings, type LoopGauge, type LoopReading } from '../../src/limits/load-shedder.js';
@@ -101,7 +101,10 @@ describe('load shedder', () => {
 
   it('a blocked event loop is read as late, and shedding starts (the real gauge)', async () => {
     // A blocking hook: the loop is held 600 ms, so its next turn is at least that late, on any machine.
-    const shedder = new LoadShedder({ ...SETTINGS, sampleIntervalMs: 20, shedUnauthenticatedAtDelayMs: 300, shedAllAtDelayMs: 0 }, new NodeLoopGauge());
+    const shedder = new LoadShedder(
+      { ...SETTINGS, sampleIntervalMs: 20, shedUnauthenticatedAtDelayMs: 300, shedAllAtDelayMs: 0 },
+      new NodeLoopGauge({ readEveryMs: 20, restBelowUtilization: 0.4 }),
+    );
     // Past the first reading (the gateway's start, not judged): this timer is due after the sampler's first.
     await new Promise((resolve) => setTimeout(resolve, 25));
     const changed = nextEvent<[string]>(shedder, 'changed');
@@ -109,6 +112,39 @@ describe('load shedder', () => {
     while (performance.now() < blockedUntil);
     expect((await changed)[0]).toBe('unauthenticated');
     shedder.close();
+  });
+
+  it('rests its 10 ms timer while the loop mostly waits, and runs it again once a reading finds the loop busy (the real gauge)', async () => {
+    const gauge = new NodeLoopGauge({ readEveryMs: 50, restBelowUtilization: 0.4 });
+    expect(gauge.sampling).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(gauge.read().utilization).toBeLessThan(0.4);
+    expect(gauge.sampling).toBe(false);
+    const busyUntil = performance.now() + 60;
+    while (performance.now() < busyUntil);
+    expect(gauge.read().utilization).toBeGreaterThanOrEqual(0.4);
+    expect(gauge.sampling).toBe(true);
+    gauge.close();
+  });
+
+  it('reads a block that starts while its timer rests as late: the reading itself comes late (the real gauge)', async () => {
+    const gauge = new NodeLoopGauge({ readEveryMs: 50, restBelowUtilization: 0.4 });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    gauge.read();
+    expect(gauge.sampling).toBe(false);
+    // The next reading is due 50 ms from the last; the loop is held 300 ms, so it comes at least 250 ms late.
+    const blockedUntil = performance.now() + 300;
+    while (performance.now() < blockedUntil);
+    expect(gauge.read().delayMs).toBeGreaterThanOrEqual(250);
+    gauge.close();
+  });
+
+  it('never rests when every utilization may shed (minUtilization 0)', async () => {
+    const gauge = new NodeLoopGauge({ readEveryMs: 50, restBelowUtilization: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    gauge.read();
+    expect(gauge.sampling).toBe(true);
+    gauge.close();
   });
 
   it('refuses a config whose second level is not above the first', () => {
