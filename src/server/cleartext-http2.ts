@@ -10,6 +10,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttp2Server } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { http2Classes } from './http2-request.js';
 import { guardHttp2Sessions, type ResetBounds } from './http2-sessions.js';
 
 type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -22,7 +23,8 @@ export interface CleartextHttp2Settings extends ResetBounds {
 
 /** Makes `server` (Node's HTTP/1.1 server, not yet listening) take h2c connections too. */
 export function acceptCleartextHttp2(server: Server, handler: RequestListener, settings: CleartextHttp2Settings, idleTimeoutMs: number, logger: Logger): void {
-  const http2 = createHttp2Server({ settings: { maxConcurrentStreams: settings.maxConcurrentStreams } }, handler as never);
+  // HTTP/2 requests read as HTTP/1.1's do (their host, their own socket): http2-request.ts.
+  const http2 = createHttp2Server({ ...http2Classes, settings: { maxConcurrentStreams: settings.maxConcurrentStreams } }, handler as never);
   http2.on('session', (session) => session.setTimeout(idleTimeoutMs, () => session.close()));
   const sessions = guardHttp2Sessions(http2, settings, logger);
   // Node's own HTTP/1.1 connection listener, called once a connection is known not to be h2c.

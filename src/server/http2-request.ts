@@ -2,9 +2,10 @@
 // from `:authority`, pseudo-headers never sent upstream, no connection headers in the response, and a socket of its
 // own (the peer as it was when the request arrived, TLS facts included, and a count of its response's body bytes),
 // since the compatibility layer's `req.socket` is shared by every stream and reads undefined once the stream closed.
+// The request and response classes are Node's own, subclassed, and given to every HTTP/2 server (`http2Classes`).
 // Why: docs/decisions/0009-a-socket-of-its-own-for-each-http2-request.md
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { Http2ServerResponse, type Http2ServerRequest, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Http2ServerRequest, Http2ServerResponse, type ServerHttp2Stream } from 'node:http2';
 import type { X509Certificate } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 
@@ -18,36 +19,37 @@ export class StreamPeer {
   readonly authorized: boolean;
   /** The response body bytes written so far on this stream. */
   bytesWritten = 0;
-  readonly #request: Http2ServerRequest;
-  readonly #connection: TLSSocket;
+  readonly #stream: ServerHttp2Stream;
+  /** Undefined for a stream already reset when its request is made (its session is detached from it). */
+  readonly #connection: TLSSocket | undefined;
 
-  constructor(request: Http2ServerRequest) {
-    this.#request = request;
-    const connection = request.socket as unknown as TLSSocket;
+  constructor(stream: ServerHttp2Stream) {
+    this.#stream = stream;
+    const connection = stream.session?.socket as TLSSocket | undefined;
     this.#connection = connection;
-    this.remoteAddress = connection.remoteAddress;
-    this.remotePort = connection.remotePort;
-    this.remoteFamily = connection.remoteFamily;
-    this.encrypted = connection.encrypted === true;
-    this.authorized = connection.authorized === true;
+    this.remoteAddress = connection?.remoteAddress;
+    this.remotePort = connection?.remotePort;
+    this.remoteFamily = connection?.remoteFamily;
+    this.encrypted = connection?.encrypted === true;
+    this.authorized = connection?.authorized === true;
   }
 
   get destroyed(): boolean {
-    return this.#request.stream.destroyed;
+    return this.#stream.destroyed;
   }
 
   /** Ends this stream only: the connection carries others. */
   destroy(): void {
-    endedByGateway.add(this.#request.stream);
-    this.#request.stream.destroy();
+    endedByGateway.add(this.#stream);
+    this.#stream.destroy();
   }
 
   getPeerCertificate(detailed?: boolean): PeerCertificate | object {
-    return this.#connection.getPeerCertificate?.(detailed === true) ?? {};
+    return this.#connection?.getPeerCertificate?.(detailed === true) ?? {};
   }
 
   getPeerX509Certificate(): X509Certificate | undefined {
-    return this.#connection.getPeerX509Certificate?.();
+    return this.#connection?.getPeerX509Certificate?.();
   }
 }
 
@@ -67,34 +69,118 @@ export function isEndedByGateway(stream: ServerHttp2Stream): boolean {
   return endedByGateway.has(stream);
 }
 
-/** `res.destroy()` marks its stream as the gateway's doing before it cuts it. */
-function destroyStream(this: Http2ServerResponse, error?: Error): void {
-  endedByGateway.add(this.stream);
-  Http2ServerResponsePrototypeDestroy.call(this, error);
+/**
+ * The request class Node's HTTP/2 servers build for every stream (`http2Classes`): the peer taken when the stream
+ * arrives, and the headers without pseudo-headers, computed once, on the prototype's own accessors. A subclass rather
+ * than properties defined on each request, which cost a request a dictionary-mode object and six closures.
+ */
+export class GatewayHttp2Request extends Http2ServerRequest {
+  readonly #peer: StreamPeer;
+  #headers: IncomingHttpHeaders;
+
+  constructor(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, options: unknown, rawHeaders: string[]) {
+    super(stream, headers as never, options as never, rawHeaders);
+    this.#peer = new StreamPeer(stream);
+    this.#headers = withoutPseudoHeaders(headers);
+  }
+
+  // Accessors where Node's typings declare plain properties: defined once, on the prototype.
+  static {
+    Object.defineProperties(this.prototype, {
+      socket: {
+        get(this: GatewayHttp2Request) {
+          return this.#peer;
+        },
+        configurable: true,
+      },
+      connection: {
+        get(this: GatewayHttp2Request) {
+          return this.#peer;
+        },
+        configurable: true,
+      },
+      headers: {
+        get(this: GatewayHttp2Request) {
+          return this.#headers;
+        },
+        // Node's request reads its method and URL through its own symbol, never through `headers`: a copy is safe.
+        set(this: GatewayHttp2Request, value: IncomingHttpHeaders) {
+          this.#headers = value;
+        },
+        configurable: true,
+      },
+    });
+  }
+
+  /** This stream's peer, whose `bytesWritten` the response counts. */
+  get peer(): StreamPeer {
+    return this.#peer;
+  }
 }
 
-/** `res.destroyed`, as an HTTP/1.1 response has it: whether its stream is gone. */
-const DESTROYED: PropertyDescriptor = {
-  get(this: Http2ServerResponse): boolean {
-    return this.stream.destroyed;
-  },
-  configurable: true,
+/**
+ * The response class for every stream: `destroyed` as an HTTP/1.1 response has it, a `destroy()` marked as the
+ * gateway's doing, no connection headers, and its body bytes counted on the request's peer.
+ */
+export class GatewayHttp2Response extends Http2ServerResponse<GatewayHttp2Request> {
+  // `destroyed` as an HTTP/1.1 response has it, read everywhere to know whether the client is still there: whether
+  // its stream is gone. An accessor where Node's typings declare a property: defined once, on the prototype.
+  static {
+    Object.defineProperty(this.prototype, 'destroyed', {
+      get(this: GatewayHttp2Response) {
+        return this.stream.destroyed;
+      },
+      configurable: true,
+    });
+  }
+
+  override destroy(error?: Error): this {
+    endedByGateway.add(this.stream);
+    super.destroy(error);
+    return this;
+  }
+
+  override writeHead(statusCode: number, reason?: unknown, headers?: unknown): this {
+    const fields = typeof reason === 'object' && reason !== null ? reason : headers;
+    if (typeof fields === 'object' && fields !== null && !Array.isArray(fields)) {
+      const record = fields as Record<string, unknown>;
+      for (const name of CONNECTION_SPECIFIC) if (record[name] !== undefined) delete record[name];
+      if (record.te !== undefined && record.te !== 'trailers') delete record.te;
+    }
+    return (super.writeHead as (...args: unknown[]) => this)(statusCode, reason, headers);
+  }
+
+  override setHeader(name: string, value: number | string | readonly string[]): this {
+    const lower = name.toLowerCase();
+    if ((CONNECTION_SPECIFIC as readonly string[]).includes(lower) || (lower === 'te' && value !== 'trailers')) return this;
+    super.setHeader(name, value);
+    return this;
+  }
+
+  override write(chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+    this.#peer().bytesWritten += byteLength(chunk, encoding);
+    return (super.write as (...args: unknown[]) => boolean)(chunk, encoding, callback);
+  }
+
+  override end(chunk?: unknown, encoding?: unknown, callback?: unknown): this {
+    this.#peer().bytesWritten += byteLength(chunk, encoding);
+    return (super.end as (...args: unknown[]) => this)(chunk, encoding, callback);
+  }
+
+  #peer(): StreamPeer {
+    return this.req.peer;
+  }
+}
+
+/**
+ * The classes every HTTP/2 server of the gateway is made with (`createSecureServer`, h2c's `createServer`). Typed as
+ * Node's own: its typings tie a server's response class to its request class generically, which a pair of concrete
+ * subclasses cannot meet, and nothing behind the listener needs to know it has the subclasses.
+ */
+export const http2Classes = { Http2ServerRequest: GatewayHttp2Request, Http2ServerResponse: GatewayHttp2Response } as unknown as {
+  Http2ServerRequest: typeof Http2ServerRequest;
+  Http2ServerResponse: typeof Http2ServerResponse;
 };
-
-/** Call first for every HTTP/2 request, before anything reads it. */
-export function adaptHttp2Request(req: IncomingMessage, res: ServerResponse): void {
-  const request = req as unknown as Http2ServerRequest;
-  const peer = new StreamPeer(request);
-  Object.defineProperty(req, 'socket', { value: peer, configurable: true });
-  Object.defineProperty(req, 'connection', { value: peer, configurable: true });
-  Object.defineProperty(req, 'headers', { value: withoutPseudoHeaders(request.headers), configurable: true, writable: true });
-  const response = res as unknown as Http2ServerResponse;
-  // Read everywhere to know whether the client is still there; Node's h2 response has no such property.
-  Object.defineProperty(res, 'destroyed', DESTROYED);
-  (res as unknown as { destroy: typeof destroyStream }).destroy = destroyStream;
-  countBodyBytes(response, peer);
-  dropConnectionHeaders(response);
-}
 
 /**
  * The request's headers without `:method`, `:path`, `:scheme` and
@@ -109,47 +195,7 @@ function withoutPseudoHeaders(source: IncomingHttpHeaders): IncomingHttpHeaders 
   return headers;
 }
 
-const Http2ServerResponsePrototypeDestroy = Http2ServerResponse.prototype.destroy;
-
-type WriteHead = (statusCode: number, reason?: unknown, headers?: unknown) => Http2ServerResponse;
-type SetHeader = (name: string, value: unknown) => Http2ServerResponse;
-
-function dropConnectionHeaders(res: Http2ServerResponse): void {
-  const writeHead = res.writeHead as unknown as WriteHead;
-  const setHeader = res.setHeader as unknown as SetHeader;
-  (res as unknown as { writeHead: WriteHead }).writeHead = function (statusCode, reason, headers) {
-    const fields = typeof reason === 'object' && reason !== null ? reason : headers;
-    if (typeof fields === 'object' && fields !== null && !Array.isArray(fields)) {
-      const record = fields as Record<string, unknown>;
-      for (const name of CONNECTION_SPECIFIC) if (record[name] !== undefined) delete record[name];
-      if (record.te !== undefined && record.te !== 'trailers') delete record.te;
-    }
-    return writeHead.call(this, statusCode, reason, headers);
-  };
-  (res as unknown as { setHeader: SetHeader }).setHeader = function (this: Http2ServerResponse, name, value) {
-    const lower = name.toLowerCase();
-    if ((CONNECTION_SPECIFIC as readonly string[]).includes(lower) || (lower === 'te' && value !== 'trailers')) return this;
-    return setHeader.call(this, name, value);
-  };
-}
-
-type Write = (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
-type End = (chunk?: unknown, encoding?: unknown, callback?: unknown) => Http2ServerResponse;
-
 function byteLength(chunk: unknown, encoding: unknown): number {
   if (typeof chunk === 'string') return Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
   return chunk instanceof Uint8Array ? chunk.byteLength : 0;
-}
-
-function countBodyBytes(res: Http2ServerResponse, peer: StreamPeer): void {
-  const write = res.write as unknown as Write;
-  const end = res.end as unknown as End;
-  (res as unknown as { write: Write }).write = function (chunk, encoding, callback) {
-    peer.bytesWritten += byteLength(chunk, encoding);
-    return write.call(this, chunk, encoding, callback);
-  };
-  (res as unknown as { end: End }).end = function (chunk, encoding, callback) {
-    peer.bytesWritten += byteLength(chunk, encoding);
-    return end.call(this, chunk, encoding, callback);
-  };
 }

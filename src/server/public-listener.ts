@@ -21,7 +21,6 @@ import { answerUnparsableRequest, arrivalTimeouts } from './arrival.js';
 import type { FrontDoor } from './front-door.js';
 import type { Metrics } from '../observability/metrics.js';
 import { acceptCleartextHttp2 } from './cleartext-http2.js';
-import { adaptHttp2Request } from './http2-request.js';
 import { hstsValue, secureListener } from './secure-listener.js';
 import { recordRoutes } from './route-record.js';
 import { UntrustedForwarding } from './untrusted-forwarding.js';
@@ -67,8 +66,6 @@ export function publicListener(
       // deadline and minimum rate (limits/body-guard.ts); the gateway's own
       // endpoints get theirs here.
       const handler: RequestListener = (req, res) => {
-        // HTTP/2 (server.tls, or h2c): the request made to read as HTTP/1.1's does (its host, its own socket).
-        if (req.httpVersionMajor === 2) adaptHttp2Request(req, res);
         forwarding.note(req);
         if (hsts !== undefined) res.setHeader('strict-transport-security', hsts);
         // A preflight is answered before anything else, without credentials; other requests get their CORS headers set.

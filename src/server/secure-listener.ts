@@ -13,6 +13,7 @@ import type { Config } from '../config/schema.js';
 import { readTlsMaterial, type TlsFiles, type TlsMaterial } from '../files/tls-material.js';
 import { arrivalTimeouts } from './arrival.js';
 import { drainSessionsWithServer, guardHttp2Sessions, type Http2Refusals } from './http2-sessions.js';
+import { http2Classes } from './http2-request.js';
 import type { CertificateExpiry } from '../observability/metrics.js';
 import { reloadTlsOnChange, type TlsReload } from './tls-reload.js';
 
@@ -94,7 +95,8 @@ export function secureListener(settings: ServerSettings, handler: RequestListene
   let http2Refusals: Http2Refusals | undefined;
   if (settings.http2.enabled) {
     const secure = createSecureServer(
-      { ...connectionOptions, allowHTTP1: true, settings: { maxConcurrentStreams: settings.http2.maxConcurrentStreams } },
+      // HTTP/2 requests read as HTTP/1.1's do (their host, their own socket): http2-request.ts.
+      { ...connectionOptions, ...http2Classes, allowHTTP1: true, settings: { maxConcurrentStreams: settings.http2.maxConcurrentStreams } },
       handler as never,
     );
     // The HTTP/1.1 connections of an allowHTTP1 server run on Node's HTTP server code, which reads these.
