@@ -410,7 +410,7 @@ describe.each(STORES)('BearerAuthenticator over a $name', (kind) => {
     });
   });
 
-  it('reads an admitted token from a header as it reads a new one, for the proxy and the front door: a plain `Bearer` or `DPoP` shortcut changes no answer', async () => {
+  it('reads an admitted token from a header as it reads a new one (proxy, front door): a `Bearer` or `DPoP` shortcut changes nothing', async () => {
     const { tokens } = await startSession(parts, store, 'alice');
     const token = tokens.access_token;
     await auth.authenticate(token);
