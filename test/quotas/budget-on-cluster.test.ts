@@ -9,7 +9,7 @@ import { Keyspace } from '../../src/store/keyspace.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { startCluster, type RedisCluster } from '../helpers/redis-topology.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
-import { BUDGET_ROUTES, expectOneBudgetAcrossInstances, startInstances } from './instances.js';
+import { accepted, BUDGET_ROUTES, expectCountsConsistent, spendBudgetsAcrossInstances, startInstances } from './instances.js';
 
 let cluster: RedisCluster;
 let upstream: Upstream;
@@ -25,7 +25,11 @@ afterAll(async () => {
 });
 
 it('allows exactly the budget over three instances on a Cluster', async () => {
-  await expectOneBudgetAcrossInstances(instances);
+  const { free, pro, team } = await spendBudgetsAcrossInstances(instances);
+  // The free plan's daily budget is 1,000 and the tenant's 300; the pro plan's is far above its 300 requests.
+  expect([accepted(free), accepted(pro), accepted(team)]).toEqual([1000, 300, 300]);
+  expectCountsConsistent(free, 1000);
+  expectCountsConsistent(team, 300);
 }, 120_000);
 
 it("keeps one consumer's counters in one slot, whatever the route, limit or window", () => {
