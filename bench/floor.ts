@@ -21,8 +21,8 @@
 // plain HTTP/1.1's (the two taking turns in half-second slices, latencies pooled), a DPoP proof check above 1.3 raw verifies of its
 // algorithm, or a whole request with a bound token above a plain one from the
 // same client plus 1.5 raw verifies (each round, and BENCH_DPOP_PAIRS more
-// pairs of the two rows, read in a raw verify measured right after it; the
-// median of them all).
+// pairs of the two rows in 2 s runs taking turns, read in a raw verify
+// measured right after it; the median of them all).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +33,8 @@ import { runPinnedRegime } from './floor-pinned.js';
 import { clientKey, dpopLogin, presignedDpopLoad } from './lib/dpop-load.js';
 import { loginOverTls, loginTokens, startGatehouse, type GatehouseProcess } from './lib/gatehouse.js';
 import { generatorName } from './lib/load.js';
-import { measure, settingsFromEnv, type CpuRounds, type Subject } from './lib/measure.js';
+import { drive, measure, settingsFromEnv, type CpuRounds, type Subject } from './lib/measure.js';
+import { alternatingPairs } from './lib/paired.js';
 import { interleavedSequential } from './lib/timed-client.js';
 import { startServer, type ServerProcess } from './lib/processes.js';
 import { printTable, writeResults } from './lib/report.js';
@@ -45,6 +46,8 @@ const DPOP_ROW = 'gatehouse, DPoP-bound token (a new EdDSA proof per request, si
 /** The DPoP row's baseline: a plain bearer token sent by the same Node client, so only the proof differs. */
 const DPOP_BASELINE = "gatehouse, plain bearer token from the DPoP row's Node client";
 const TLS_ROW = 'gatehouse, TLS (HTTP/1.1, kept-alive connections)';
+/** Seconds of each run of a DPoP pair: short, so both rows of a pair see the same machine. */
+const DPOP_PAIR_S = 2;
 /** The DPoP row's algorithm: the cheapest to sign and check. */
 const DPOP_ALG = 'EdDSA';
 const say = (line: string) => process.stdout.write(`[floor] ${line}\n`);
@@ -179,21 +182,16 @@ export async function runFloorSection(): Promise<boolean> {
     const [boundRounds, baselineRounds] = [cpuRounds.get(DPOP_ROW)!, cpuRounds.get(DPOP_BASELINE)!];
     const dpopRoundPrices = boundRounds.map((cpu, i) => (cpu - baselineRounds[i]!) / beside[i]!);
     // A difference of two rows moves more than either (one round read 2.00 verifies between two of 1.43 and 1.51):
-    // more pairs of the two, each with its own verify, after the rounds (BENCH_DPOP_PAIRS, default 6).
+    // more pairs of the two after the rounds (BENCH_DPOP_PAIRS, default 12), short runs taking turns, each pair
+    // read in a raw verify measured right after it (bench/lib/paired.ts).
     const [baselineSubject, dpopSubject] = [subjects.find((s) => s.name === DPOP_BASELINE)!, subjects.find((s) => s.name === DPOP_ROW)!];
-    const extraPairs = Number(process.env.BENCH_DPOP_PAIRS ?? 6);
-    for (let i = 0; i < extraPairs; i++) {
-      const cpuOf = async (subject: Subject) => {
-        await subject.run!(settings.connections, 1);
-        const before = main.cpuMicros();
-        const result = await subject.run!(settings.connections, settings.durationS);
-        return (main.cpuMicros() - before) / Math.max(1, result.requests);
-      };
-      const [plainCpu, boundCpu] = [await cpuOf(baselineSubject), await cpuOf(dpopSubject)];
-      const verifyUs = verifiesBeside.at(-1)!;
+    const extraPairs = Number(process.env.BENCH_DPOP_PAIRS ?? 12);
+    const side = (subject: Subject) => ({ run: () => drive(subject, settings.connections, DPOP_PAIR_S), cpuMicros: main.cpuMicros });
+    await alternatingPairs(side(baselineSubject), side(dpopSubject), extraPairs, async ({ a: plainCpu, b: boundCpu }, i) => {
+      const verifyUs = await rawVerifyUs(key, 500);
       dpopRoundPrices.push((boundCpu - plainCpu) / verifyUs);
       say(`DPoP pair ${i + 1}/${extraPairs}: plain ${plainCpu.toFixed(0)} µs, bound ${boundCpu.toFixed(0)} µs, verify ${verifyUs.toFixed(0)} µs`);
-    }
+    });
     say(
       `DPoP row over its baseline, each round and pair in the raw verify measured beside it: ${dpopRoundPrices.map((r) => r.toFixed(2)).join(', ')} ` +
         `(the rounds' verifies ${beside.map((v) => v.toFixed(0)).join(', ')} µs)`,

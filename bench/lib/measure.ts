@@ -25,7 +25,7 @@ export interface Subject {
 }
 
 /** One run on a subject: its own driver, or wrk/autocannon on its URL. */
-function drive(subject: Subject, connections: number, durationS: number) {
+export function drive(subject: Subject, connections: number, durationS: number) {
   return subject.run !== undefined ? subject.run(connections, durationS) : load(subject.url, { connections, durationS, headers: subject.headers ?? {} });
 }
 
