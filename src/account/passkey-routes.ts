@@ -70,9 +70,8 @@ export async function passkeyRoutes(app: FastifyInstance, { passkeys, auth, bear
     { bodyLimit: bodyLimitBytes, schema: { body: CREDENTIAL_BODY } },
     async (request, reply) => {
       const session = await steppedSession(request, auth);
-      const proof = await passkeys.authenticate(request.body);
-      if (proof === null) throw gatehouseError('passkey_refused');
-      return sendTokenSet(reply, await auth.loginWithPasskey(proof, attemptContext(request, clientAddress), session));
+      const tokens = await auth.loginWithPasskey(() => passkeys.authenticate(request.body), attemptContext(request, clientAddress), session);
+      return sendTokenSet(reply, tokens);
     },
   );
 }

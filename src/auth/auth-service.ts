@@ -113,15 +113,21 @@ export class AuthService implements Authentication {
    * login starting a session; with the caller's own session, its second
    * factor (same sid; a password login's `pwd` stays in `amr`). Its session's
    * method is `pwd` (the sessions' one interactive kind); `amr` says how.
+   * `unlock` checks the browser's answer (null: refused) behind the guard, so
+   * refused answers are audited and throttled by address like any refused login.
    */
-  async loginWithPasskey(proof: PasskeyProof, context: AttemptContext, session?: Principal): Promise<TokenSet> {
-    if (session !== undefined && session.sub !== proof.sub) throw gatehouseError('invalid_user_credentials');
-    const who: Identity = { sub: proof.sub, username: proof.username, method: 'pwd' };
-    const before = session?.claims?.amr;
-    const amr: AuthMethodReference[] = Array.isArray(before) && before.includes('pwd') ? ['pwd', ...proof.amr] : proof.amr;
-    const { result, admitted } = await this.#startSession(who, amr, context, session);
-    this.#deps.logger.info({ event: 'login', method: 'passkey', sub: proof.sub, sid: admitted.sid }, 'passkey login');
-    return result;
+  loginWithPasskey(unlock: () => Promise<PasskeyProof | null>, context: AttemptContext, session?: Principal): Promise<TokenSet> {
+    return this.#guard.passkey(context, async () => {
+      const proof = await unlock();
+      if (proof === null) throw gatehouseError('passkey_refused');
+      if (session !== undefined && session.sub !== proof.sub) throw gatehouseError('invalid_user_credentials');
+      const who: Identity = { sub: proof.sub, username: proof.username, method: 'pwd' };
+      const before = session?.claims?.amr;
+      const amr: AuthMethodReference[] = Array.isArray(before) && before.includes('pwd') ? ['pwd', ...proof.amr] : proof.amr;
+      const { result, admitted } = await this.#startSession(who, amr, context, session);
+      // Audited as the guard's `passkey`, not as the session's kind (`pwd` reads `password`).
+      return { result, admitted: { username: admitted.username, sub: admitted.sub, sid: admitted.sid } };
+    });
   }
 
   /** Spec 4.2 and 5.7: a new access token; the refresh token is not rotated. Forged or malformed refresh tokens count against the address. */

@@ -8,7 +8,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { gatewayActor, noAudit, type AuditRecorder } from '../audit/recorder.js';
 import type { AuditEvent } from '../audit/entry.js';
 
-export type LoginMethod = 'password' | 'api_key' | 'refresh';
+export type LoginMethod = 'password' | 'api_key' | 'refresh' | 'passkey';
 export type AuditOutcome = 'success' | 'failure' | 'throttled' | 'lockout';
 
 export interface AuditFacts {

@@ -1,14 +1,14 @@
-// The one guard every login and refresh passes through, whichever identity
-// mode checks the credentials (local: auth-service.ts; a fronted OpenID
-// Provider: oidc/provider-auth.ts). It takes the throttle before anything
+// The one guard every login (passkeys' included) and refresh passes through,
+// whichever identity mode checks the credentials (local: auth-service.ts; a
+// fronted OpenID Provider: oidc/provider-auth.ts). It takes the throttle before anything
 // is checked, counts a refused guess (and only a refused guess: an outage is
 // no guess, nor is a token of ours whose session ended) for throttling,
 // clears the pair's failures on success and writes the audit line of each
 // outcome (login-audit.ts).
 //
 // What the mode does is passed in as steps; the refusals they throw are the
-// catalogue's: `invalid_user_credentials` for credentials, and
-// `invalid_refresh_token` for a refresh. Anything else a step throws passes
+// catalogue's: `invalid_user_credentials` for credentials,
+// `invalid_refresh_token` for a refresh and `passkey_refused` for a passkey's answer. Anything else a step throws passes
 // through unrecorded.
 import { isGatehouseError } from '../core/errors.js';
 import { parseApiKey } from '../users/api-keys.js';
@@ -100,24 +100,50 @@ export class LoginGuard {
   }
 
   /** Spec 4.2: a refresh token the mode refuses (`invalid_refresh_token`) counts against the address, unless it bears our valid signature. */
-  async refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
-    const facts: AuditFacts = { method: 'refresh', ...attemptFacts(context) };
-    await this.#audit.throttleChecked(() => this.#throttle.checkRefresh(context.address), facts);
-    let renewed: { result: T; admitted: LoginSuccess };
+  refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
+    // Only what could be a guess marks the address (and so a guarded username's login from it): a
+    // token of ours whose session ended or time ran out is a user's stale tab, not a guess.
+    return this.#byAddress('refresh', context, renew, (error) => (isRefusal(error, 'invalid_refresh_token') ? !refusesWellSignedToken(error) : undefined));
+  }
+
+  /**
+   * A login with a passkey: no username is typed, so the address is what a refused answer (`passkey_refused`, or
+   * `invalid_user_credentials` for another user's session to step up) counts against, as a forged refresh token does.
+   */
+  passkey<T>(context: AttemptContext, login: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
+    return this.#byAddress(
+      'passkey',
+      context,
+      login,
+      (error) => isRefusal(error, 'passkey_refused') || isRefusal(error, 'invalid_user_credentials') || undefined,
+    );
+  }
+
+  /**
+   * An attempt throttled and counted by its address alone. `guess` says of an error whether it is a refusal that
+   * counts (true), a refusal audited but not counted (false), or no refusal at all (undefined: passed through).
+   */
+  async #byAddress<T>(
+    method: LoginMethod,
+    context: AttemptContext,
+    run: () => Promise<{ result: T; admitted: LoginSuccess }>,
+    guess: (error: unknown) => boolean | undefined,
+  ): Promise<T> {
+    const facts: AuditFacts = { method, ...attemptFacts(context) };
+    await this.#audit.throttleChecked(() => this.#throttle.checkAddress(context.address), facts);
+    let done: { result: T; admitted: LoginSuccess };
     try {
-      renewed = await renew();
+      done = await run();
     } catch (error) {
-      if (isRefusal(error, 'invalid_refresh_token')) {
-        // Only what could be a guess marks the address (and so a guarded username's login from it): a
-        // token of ours whose session ended or time ran out is a user's stale tab, not a guess.
-        const guess = !refusesWellSignedToken(error);
-        if (guess && (await this.#throttle.refreshFailed(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+      const counted = guess(error);
+      if (counted !== undefined) {
+        if (counted && (await this.#throttle.addressRefused(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
         this.#audit.record('failure', facts);
       }
       throw error;
     }
-    this.#audit.record('success', successFacts(facts, renewed.admitted));
-    return renewed.result;
+    this.#audit.record('success', successFacts(facts, done.admitted));
+    return done.result;
   }
 }
 
@@ -134,6 +160,6 @@ function successFacts(facts: AuditFacts, admitted: LoginSuccess): AuditFacts {
   return { ...facts, ...(admitted.method && { method: admitted.method }), username: admitted.username, sub: admitted.sub, sid: admitted.sid };
 }
 
-function isRefusal(error: unknown, code: 'invalid_user_credentials' | 'invalid_refresh_token'): boolean {
+function isRefusal(error: unknown, code: 'invalid_user_credentials' | 'invalid_refresh_token' | 'passkey_refused'): boolean {
   return isGatehouseError(error) && error.code === code;
 }

@@ -38,7 +38,7 @@ export const LoginLimitsSchema = z.strictObject({
   maxWaitS: positiveInt.default(d.DEFAULT_LOGIN_MAX_WAIT_S),
   /** How long a failure is remembered, for every count below. */
   failureWindowS: positiveInt.default(d.DEFAULT_LOGIN_FAILURE_WINDOW_S),
-  /** Failed logins and refreshes one address may make (any usernames: spraying) before it is blocked for `addressBlockS`. */
+  /** Failed logins, refreshes and passkey answers one address may make (any usernames: spraying) before it is blocked for `addressBlockS`. */
   failuresPerAddress: positiveInt.default(d.DEFAULT_LOGIN_FAILURES_PER_ADDRESS),
   /** How long an address past `failuresPerAddress` is blocked. */
   addressBlockS: positiveInt.default(d.DEFAULT_LOGIN_ADDRESS_BLOCK_S),

@@ -64,8 +64,8 @@ export class LoginThrottle {
     if (guardedMs > 0 && addressFailed) throw tooManyRequests(Math.min(guardedMs, this.#limits.maxWaitS * 1000), 'too many failed logins for this user');
   }
 
-  /** Throws a 429 when this address may not present refresh tokens now. */
-  async checkRefresh(address: string): Promise<void> {
+  /** Throws a 429 when this address is blocked: what is asked without a username (a refresh token, a passkey) is throttled by it alone. */
+  async checkAddress(address: string): Promise<void> {
     if (!this.enabled) return;
     this.#refuseBlockedAddress(await this.#addressFailures.get(address));
   }
@@ -92,8 +92,8 @@ export class LoginThrottle {
     return undefined;
   }
 
-  /** Counts an invalid refresh token against its address; true when that blocked the address. */
-  async refreshFailed(address: string): Promise<boolean> {
+  /** Counts a refusal without a username (an invalid refresh token, a passkey answer) against its address; true when that blocked the address. */
+  async addressRefused(address: string): Promise<boolean> {
     if (!this.enabled) return false;
     return this.#addressFailures.refused(address);
   }

@@ -120,6 +120,47 @@ describe('the login guard', () => {
   });
 });
 
+describe('the login guard and passkeys', () => {
+  const unlocked = async () => ({ result: 'tokens', admitted: ADMITTED });
+  const wrongAnswer = () => Promise.reject(gatehouseError('passkey_refused'));
+
+  it('attack: passkey answers refused from one address count against it, block it, and throttle its next login of any kind', async () => {
+    const { guard, audit, metrics } = guarded({ failuresPerAddress: 2 });
+    const context = { address: '192.0.2.7', requestId: 'r' };
+    for (let i = 0; i < 2; i++) expect((await gatehouseErrorOf(guard.passkey(context, wrongAnswer))).code).toBe('passkey_refused');
+    let unlockedAfter = false;
+    const throttled = await gatehouseErrorOf(guard.passkey(context, async () => ((unlockedAfter = true), unlocked())));
+    expect(throttled.code).toBe('too_many_requests');
+    expect(unlockedAfter).toBe(false);
+    // The block is the address's: a password from it waits too.
+    expect((await gatehouseErrorOf(guard.login(attempt('192.0.2.7', 'right'), { check: async () => 'who', start: admitted }))).code).toBe('too_many_requests');
+    expect(audit().map((line) => [line.outcome, line.lockout, line.method])).toEqual([
+      ['failure', undefined, 'passkey'],
+      ['lockout', 'address_blocked', 'passkey'],
+      ['failure', undefined, 'passkey'],
+      ['throttled', undefined, 'passkey'],
+      ['throttled', undefined, 'password'],
+    ]);
+    expect(await counted(metrics, 'failure', 'passkey')).toBe(2);
+  });
+
+  it("audits a passkey login as a session started by passkey, and another user's session to step up as a refusal", async () => {
+    const { guard, audit } = guarded({ failuresPerAddress: 5 });
+    const context = { address: '192.0.2.8', requestId: 'r' };
+    expect(await guard.passkey(context, unlocked)).toBe('tokens');
+    const notYours = () => Promise.reject(gatehouseError('invalid_user_credentials'));
+    expect((await gatehouseErrorOf(guard.passkey(context, notYours))).code).toBe('invalid_user_credentials');
+    // An outage is no refusal: passed through, neither audited nor counted.
+    expect(await gatehouseErrorOf(guard.passkey(context, () => Promise.reject(gatehouseError('store_unavailable'))))).toMatchObject({
+      code: 'store_unavailable',
+    });
+    const [success, failure, ...rest] = audit();
+    expect(success).toMatchObject({ outcome: 'success', method: 'passkey', username: 'alice', sub: 'sub-alice', sid: 'sid-1', msg: 'session started' });
+    expect(failure).toMatchObject({ outcome: 'failure', method: 'passkey', address: '192.0.2.8', msg: 'login refused' });
+    expect(rest).toEqual([]);
+  });
+});
+
 describe('the login guard and refresh tokens of our own', () => {
   it('does not count a well-signed refresh token whose session ended or time ran out: it is not a guess', async () => {
     const { guard, audit } = guarded({ failuresPerAddress: 2 });

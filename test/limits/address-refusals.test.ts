@@ -27,11 +27,11 @@ afterEach(async () => {
 describe('the per-address refusal policy', () => {
   it('refresh tokens: the failuresPerAddress-th refusal blocks the address, and only it', async () => {
     const throttle = new LoginThrottle(settings, limiters());
-    for (let i = 1; i < FAILURES; i++) expect(await throttle.refreshFailed('192.0.2.1')).toBe(false);
-    await expect(throttle.checkRefresh('192.0.2.1')).resolves.toBeUndefined();
-    expect(await throttle.refreshFailed('192.0.2.1')).toBe(true);
-    await expect(throttle.checkRefresh('192.0.2.1')).rejects.toMatchObject({ status: 429 });
-    await expect(throttle.checkRefresh('192.0.2.2')).resolves.toBeUndefined();
+    for (let i = 1; i < FAILURES; i++) expect(await throttle.addressRefused('192.0.2.1')).toBe(false);
+    await expect(throttle.checkAddress('192.0.2.1')).resolves.toBeUndefined();
+    expect(await throttle.addressRefused('192.0.2.1')).toBe(true);
+    await expect(throttle.checkAddress('192.0.2.1')).rejects.toMatchObject({ status: 429 });
+    await expect(throttle.checkAddress('192.0.2.2')).resolves.toBeUndefined();
   });
 
   it('logout tokens: the same count blocks the address, and only it', async () => {

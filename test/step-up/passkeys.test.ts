@@ -5,7 +5,7 @@
 // route requiring mfa. Two instances on one real redis-server with the users
 // in the store: the challenge issued by A is taken on B. Named attacks: a
 // challenge used twice, an assertion a page of another origin obtained, and a
-// challenge never issued are refused. `gatehouse users reset-factors` removes
+// challenge never issued are refused, and audited. `gatehouse users reset-factors` removes
 // the passkeys too. The account page adds one and logs in with it.
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,6 +120,9 @@ describe('passkeys', () => {
     expect(claims.amr).toEqual(['hwk', 'user']);
     expect(claims.acr).toBe(MFA);
     expect(claims.preferred_username).toBe('alice');
+    // In the audit trail as a passkey login, of the session the token names.
+    const audited = b.logs.entries().filter((line) => line.event === 'audit' && line.method === 'passkey');
+    expect(audited).toEqual([expect.objectContaining({ outcome: 'success', username: 'alice', sub: claims.sub, sid: claims.sid })]);
     const paid = await fetch(`${b.url}/payments/1`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(paid.status).toBe(200);
 
@@ -170,7 +173,11 @@ describe('passkeys', () => {
   it('attack: a challenge the gateway never issued is refused', async () => {
     const forged = { challenge: Buffer.from('never issued by the gateway!').toString('base64url'), rpId: 'localhost', userVerification: 'required' };
     const assertion = await getInBrowser(page, forged);
+    const refusals = () => a.logs.entries().filter((line) => line.event === 'audit' && line.method === 'passkey' && line.outcome === 'failure').length;
+    const before = refusals();
     expect((await postJson(`${a.url}/api/v1/auth/passkey`, assertion)).status).toBe(400);
+    // Audited, and counted against the address like a forged refresh token (test/auth/login-guard.test.ts).
+    expect(refusals()).toBe(before + 1);
   });
 
   it('`gatehouse users reset-factors` removes the passkeys: a login with one is refused on every instance', async () => {
