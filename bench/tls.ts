@@ -111,13 +111,12 @@ export async function runTlsSection(overrides: Partial<MeasureSettings> = {}): P
       run: () => drive(subject, settings.connections, H2_PAIR_S),
       cpuMicros: secure.cpuMicros,
     });
-    const pairRatios: number[] = [];
-    await alternatingPairs(side(tlsSubject), side(h2Subject), pairs, async ({ a: tlsCpu, b: h2Cpu }, i) => {
-      pairRatios.push(h2Cpu / tlsCpu);
+    const readings = await alternatingPairs(side(tlsSubject), side(h2Subject), pairs, ({ a: tlsCpu, b: h2Cpu }, i) => {
       process.stdout.write(
         `[tls] pair ${i + 1}/${pairs}: TLS HTTP/1.1 ${tlsCpu.toFixed(0)} µs, h2 at 10 streams ${h2Cpu.toFixed(0)} µs: ${(h2Cpu / tlsCpu).toFixed(2)}×\n`,
       );
     });
+    const pairRatios = readings.map(({ a: tlsCpu, b: h2Cpu }) => h2Cpu / tlsCpu);
     const price = median(pairRatios);
     const held = price <= H2_TARGET;
     process.stdout.write(

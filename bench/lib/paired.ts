@@ -28,15 +28,15 @@ async function cpuPerRequest(side: PairSide): Promise<number> {
 
 /**
  * `pairs` pairs of runs of `a` and `b`, `a` first in even pairs and `b` first in odd ones. `afterPair` runs after
- * each (a unit measured beside the pair, progress); its result is the pair's `unit`.
+ * each, before the next begins (a unit measured beside the pair, progress).
  */
-export async function alternatingPairs<Unit = undefined>(
+export async function alternatingPairs(
   a: PairSide,
   b: PairSide,
   pairs: number,
-  afterPair?: (reading: PairReading, index: number) => Promise<Unit>,
-): Promise<Array<PairReading & { unit: Unit | undefined }>> {
-  const readings: Array<PairReading & { unit: Unit | undefined }> = [];
+  afterPair?: (reading: PairReading, index: number) => Promise<void> | void,
+): Promise<PairReading[]> {
+  const readings: PairReading[] = [];
   for (let i = 0; i < pairs; i++) {
     let reading: PairReading;
     if (i % 2 === 0) {
@@ -46,7 +46,8 @@ export async function alternatingPairs<Unit = undefined>(
       const first = await cpuPerRequest(b);
       reading = { a: await cpuPerRequest(a), b: first };
     }
-    readings.push({ ...reading, unit: afterPair === undefined ? undefined : await afterPair(reading, i) });
+    readings.push(reading);
+    await afterPair?.(reading, i);
   }
   return readings;
 }
