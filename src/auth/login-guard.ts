@@ -61,6 +61,12 @@ export interface LoginSteps<C, T> {
   start(checked: C): Promise<{ result: T; admitted: LoginSuccess }>;
 }
 
+/**
+ * What an error thrown by an attempt is: a refusal that may be a guess (`counted` against the address, and audited),
+ * a refusal that is no guess (`audited` only), or no refusal at all (an outage: `passed` through unrecorded).
+ */
+type Refusal = 'counted' | 'audited' | 'passed';
+
 export class LoginGuard {
   readonly #throttle: LoginThrottle;
   readonly #audit: LoginAudit;
@@ -103,7 +109,10 @@ export class LoginGuard {
   refresh<T>(context: AttemptContext, renew: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
     // Only what could be a guess marks the address (and so a guarded username's login from it): a
     // token of ours whose session ended or time ran out is a user's stale tab, not a guess.
-    return this.#byAddress('refresh', context, renew, (error) => (isRefusal(error, 'invalid_refresh_token') ? !refusesWellSignedToken(error) : undefined));
+    return this.#byAddress('refresh', context, renew, (error) => {
+      if (!isRefusal(error, 'invalid_refresh_token')) return 'passed';
+      return refusesWellSignedToken(error) ? 'audited' : 'counted';
+    });
   }
 
   /**
@@ -111,23 +120,17 @@ export class LoginGuard {
    * `invalid_user_credentials` for another user's session to step up) counts against, as a forged refresh token does.
    */
   passkey<T>(context: AttemptContext, login: () => Promise<{ result: T; admitted: LoginSuccess }>): Promise<T> {
-    return this.#byAddress(
-      'passkey',
-      context,
-      login,
-      (error) => isRefusal(error, 'passkey_refused') || isRefusal(error, 'invalid_user_credentials') || undefined,
+    return this.#byAddress('passkey', context, login, (error) =>
+      isRefusal(error, 'passkey_refused') || isRefusal(error, 'invalid_user_credentials') ? 'counted' : 'passed',
     );
   }
 
-  /**
-   * An attempt throttled and counted by its address alone. `guess` says of an error whether it is a refusal that
-   * counts (true), a refusal audited but not counted (false), or no refusal at all (undefined: passed through).
-   */
+  /** An attempt throttled and counted by its address alone; `refusal` tells what an error thrown by `run` is. */
   async #byAddress<T>(
     method: LoginMethod,
     context: AttemptContext,
     run: () => Promise<{ result: T; admitted: LoginSuccess }>,
-    guess: (error: unknown) => boolean | undefined,
+    refusal: (error: unknown) => Refusal,
   ): Promise<T> {
     const facts: AuditFacts = { method, ...attemptFacts(context) };
     await this.#audit.throttleChecked(() => this.#throttle.checkAddress(context.address), facts);
@@ -135,11 +138,9 @@ export class LoginGuard {
     try {
       done = await run();
     } catch (error) {
-      const counted = guess(error);
-      if (counted !== undefined) {
-        if (counted && (await this.#throttle.addressRefused(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
-        this.#audit.record('failure', facts);
-      }
+      const kind = refusal(error);
+      if (kind === 'counted' && (await this.#throttle.addressRefused(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+      if (kind !== 'passed') this.#audit.record('failure', facts);
       throw error;
     }
     this.#audit.record('success', successFacts(facts, done.admitted));
