@@ -61,11 +61,11 @@ export function accepted(answers: Answer[]): number {
 
 /** The accepted answers told every remaining count from budget-1 down to 0 once each; the refused ones 0. */
 export function expectCountsConsistent(answers: Answer[], budget: number): void {
-  const accepted = answers.filter((a) => a.status === 200);
+  const admitted = answers.filter((a) => a.status === 200);
   const refused = answers.filter((a) => a.status !== 200);
-  expect(accepted).toHaveLength(budget);
+  expect(admitted).toHaveLength(budget);
   expect(new Set(refused.map((a) => a.status))).toEqual(new Set(answers.length > budget ? [429] : []));
-  expect(accepted.map((a) => a.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: budget }, (_, i) => i));
+  expect(admitted.map((a) => a.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: budget }, (_, i) => i));
   for (const a of refused) expect(a.remaining).toBe(0);
 }
 
