@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { SERVING_V8_FLAGS } from '../../src/cli/heap-tuning.js';
 
 export interface ServerProcess {
   name: string;
@@ -82,10 +83,12 @@ export function openFdsByPeer(pid: number): OpenFds {
 
 /**
  * Starts `node <args>` and waits for its first stdout line: `{"port": N}`. `cpu` pins it (its thread pool included)
- * to that CPU with taskset, which execs the command: the child's pid is the server's own.
+ * to that CPU with taskset, which execs the command: the child's pid is the server's own. It runs with the V8 settings
+ * of `gatehouse start` (src/cli/heap-tuning.ts).
  */
 export async function startServer(name: string, args: string[], env: Record<string, string> = {}, cpu?: number): Promise<ServerProcess> {
-  const command = [...(cpu === undefined ? [] : ['taskset', '-c', String(cpu)]), process.execPath, ...args];
+  // The V8 settings `gatehouse start` runs with: a baseline row differs from Gatehouse by its code, not by its GC.
+  const command = [...(cpu === undefined ? [] : ['taskset', '-c', String(cpu)]), process.execPath, ...SERVING_V8_FLAGS, ...args];
   const child = own(spawn(command[0]!, command.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {

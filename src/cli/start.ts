@@ -14,6 +14,7 @@ import { createGateway } from '../app/gateway.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../observability/logger.js';
 import { prepareKeysFile } from '../tokens/key-rotation.js';
+import { tuneHeapForServing } from './heap-tuning.js';
 
 /** After the grace: time for the outbox to flush and everything to be released before the process gives up. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
@@ -40,6 +41,7 @@ export async function runStart(config: Config, configFile: string): Promise<void
 }
 
 async function runWorker(config: Config, configFile: string): Promise<void> {
+  tuneHeapForServing();
   const logger = createLogger(config);
   const gateway = await createGateway(config, { logger, configFile, readOnlyKeys: cluster.isWorker });
   await gateway.listen();
