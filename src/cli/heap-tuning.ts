@@ -10,7 +10,7 @@
 // Why: docs/decisions/0028-no-allocation-site-pretenuring.md
 import { setFlagsFromString } from 'node:v8';
 
-/** The V8 flag a serving process is given; the bench gives its Node floors the same, so rows differ by code only. */
+/** The V8 flag a serving process is given; the bench gives its Node baselines the same, so rows differ by code only. */
 export const SERVING_V8_FLAGS = ['--no-allocation-site-pretenuring'] as const;
 
 /**
