@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeTestUsers } from '../helpers/gateway.js';
+import { loginWhenServed, writeTestUsers } from '../helpers/gateway.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, uniquePrefix, type RedisServerHandle } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -97,17 +97,8 @@ afterAll(async () => {
 describe('SIGKILL after the 202', () => {
   it('loses no record accepted while Redis was down: the next start replays the journal', async () => {
     const first = await startGateway();
-    // Just after it starts listening, on a machine busy with other tests, a login may be shed (503): a client retries.
-    let login = new Response(null, { status: 503 });
-    for (let attempt = 0; attempt < 200 && login.status === 503; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-      login = await fetch(`${url}/api/v1/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'alice', password: 'alice-password-1' }),
-      });
-    }
-    expect(login.status).toBe(200);
+    const login = await loginWhenServed(url, 'alice', 'alice-password-1');
+    expect(login.status, await login.clone().text()).toBe(200);
     const auth = { authorization: `Bearer ${((await login.json()) as { access_token: string }).access_token}` };
 
     // Used once while Redis is up: the bearer check is cached, as for any client already working.

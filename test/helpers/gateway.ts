@@ -163,6 +163,20 @@ export async function login(url: string, username: string, password: string): Pr
   return (await response.json()) as TokenSetBody;
 }
 
+/**
+ * A login as a well-behaved client makes it to a gateway just started on a busy machine: a 503 (load shed while its
+ * event loop is late) is asked again after its Retry-After (a tenth of a second without one), ten times at most.
+ * The last answer, whatever it is, for the test to check.
+ */
+export async function loginWhenServed(url: string, username: string, password: string): Promise<Response> {
+  for (let attempt = 1; ; attempt += 1) {
+    const response = await postJson(`${url}/api/v1/auth/login`, { username, password });
+    if (response.status !== 503 || attempt === 10) return response;
+    const retryAfterS = Number(response.headers.get('retry-after'));
+    await new Promise((resolve) => setTimeout(resolve, retryAfterS > 0 ? retryAfterS * 1000 : 100));
+  }
+}
+
 /** The payload of a JWT, unverified (tests read what the gateway issued). */
 export function jwtPayload(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loginWhenServed } from '../helpers/gateway.js';
 import { freePort } from '../helpers/ports.js';
 import { startRedisServer, type RedisServerHandle } from '../helpers/redis-server.js';
 import { startUpstream, type Upstream } from '../helpers/upstream.js';
@@ -143,19 +144,7 @@ describe('the production install', () => {
     gateway.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await until(async () => (await fetch(`${adminUrl}/readyz`)).status === 200, 'readiness');
 
-    // As a well-behaved client: a gateway just started on a busy machine sheds logins while its event loop is
-    // late (503 overloaded, Retry-After), and this one asks again when told to.
-    let login: Response;
-    for (let attempt = 1; ; attempt += 1) {
-      login = await fetch(`${url}/api/v1/auth/login`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username: 'demo', password: 'demo-password-1' }),
-      });
-      const retryAfterS = Number(login.headers.get('retry-after'));
-      if (login.status !== 503 || !(retryAfterS > 0) || attempt === 10) break;
-      await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1000));
-    }
+    const login = await loginWhenServed(url, 'demo', 'demo-password-1');
     expect(login.status, await login.clone().text()).toBe(200);
     const { access_token } = (await login.json()) as { access_token: string };
     const auth = { authorization: `Bearer ${access_token}` };
