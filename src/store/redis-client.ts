@@ -10,6 +10,12 @@ const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 2_000;
 /** A Cluster that is electing a new master, or moving a slot, answers again within a few hundred ms. */
 const CLUSTER_RETRY_DELAY_MS = 100;
+/**
+ * The replay memory's script (redis-first-writers.ts), which gathers the keys of a turn into one call itself:
+ * automatic pipelining would wrap each call in a Pipeline object of its own, the very cost it is there to save.
+ */
+export const FIRST_WRITERS_COMMAND = 'gatehouseFirstWriters';
+const PIPELINING = { enableAutoPipelining: true, autoPipeliningIgnoredCommands: [FIRST_WRITERS_COMMAND] };
 
 /**
  * After a failover the old master answers READONLY once it is a replica:
@@ -36,11 +42,11 @@ export function createRedisClient(description: StoreUrlDescription, reconnects =
 
   switch (description.mode) {
     case 'standalone':
-      return new Redis(description.url, { ...perConnection, enableAutoPipelining: true, retryStrategy });
+      return new Redis(description.url, { ...perConnection, ...PIPELINING, retryStrategy });
     case 'sentinel':
       return new Redis({
         ...perConnection,
-        enableAutoPipelining: true,
+        ...PIPELINING,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
         // Sentinel tells us of a switch at once (+switch-master), so writes
@@ -58,7 +64,7 @@ export function createRedisClient(description: StoreUrlDescription, reconnects =
       });
     case 'cluster': {
       const options: ClusterOptions = {
-        enableAutoPipelining: true,
+        ...PIPELINING,
         clusterRetryStrategy: retryStrategy,
         slotsRefreshTimeout: CONNECT_TIMEOUT_MS,
         // MOVED and ASK are followed by ioredis itself (and MOVED refreshes the

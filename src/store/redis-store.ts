@@ -19,6 +19,7 @@ import { withinDeadline } from '../core/deadline.js';
 import { answersAsWritableMaster, quitOrDisconnect, reportConnectionHealth, withoutCredentials } from './redis-connection.js';
 import { EvictionWatch, type MasterEvictionPolicy } from './eviction-policy.js';
 import { readRecordHash } from './redis-hash-read.js';
+import { RedisFirstWriters } from './redis-first-writers.js';
 import { RedisIntrospectionAnswers } from './redis-introspection.js';
 import { RedisQuotaCounters } from './redis-quota-counters.js';
 import { RedisSharedKeys } from './redis-shared-keys.js';
@@ -54,6 +55,8 @@ export class RedisStore implements Store {
   private readonly subscriber: RedisClient;
   private readonly scripts: StoreScripts;
   private readonly feed: AnnouncementFeed;
+  /** The replay memory (DPoP proofs, one-time codes): a turn's keys in one call. */
+  private readonly firstWriters: RedisFirstWriters;
   private readonly keys: Keyspace;
   private readonly logger: Logger;
   private readonly operationTimeoutMs: number;
@@ -91,6 +94,7 @@ export class RedisStore implements Store {
     this.writerScripts = replicas > 0 ? defineStoreScripts(this.writer) : this.scripts;
     this.replication = replicas > 0 ? new ReplicaConfirmation(this.writer, replicas, this.logger) : undefined;
     this.rateLimiters = redisRateLimiters(client, this.keys);
+    this.firstWriters = new RedisFirstWriters(client, (operation) => this.run(operation));
     this.quotaCounters = new RedisQuotaCounters(client, this.keys, (operation) => this.run(operation));
     this.apiKeys = new RedisApiKeys(client, this.keys);
     this.introspectionAnswers = new RedisIntrospectionAnswers(client, this.keys);
@@ -173,21 +177,17 @@ export class RedisStore implements Store {
     return (await this.run(() => this.client.exists(this.keys.endedProviderSession(sid)))) === 1;
   }
 
-  // Remembered by SET NX: the first writer wins, and every instance refuses what another one accepted.
+  // Remembered by SET NX (redis-first-writers.ts): the first writer wins, and every instance refuses what another one accepted.
   rememberLogoutToken(id: string, ttlMs: number): Promise<boolean> {
-    return this.#firstWriter(this.keys.logoutToken(id), ttlMs);
+    return this.firstWriters.claim(this.keys.logoutToken(id), ttlMs);
   }
 
   rememberDpopProof(jti: string, ttlMs: number): Promise<boolean> {
-    return this.#firstWriter(this.keys.dpopProof(jti), ttlMs);
+    return this.firstWriters.claim(this.keys.dpopProof(jti), ttlMs);
   }
 
   rememberOneTimeCode(id: string, ttlMs: number): Promise<boolean> {
-    return this.#firstWriter(this.keys.oneTimeCode(id), ttlMs);
-  }
-
-  async #firstWriter(key: string, ttlMs: number): Promise<boolean> {
-    return (await this.run(() => this.client.set(key, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+    return this.firstWriters.claim(this.keys.oneTimeCode(id), ttlMs);
   }
 
   async shareDpopNonce(epoch: number, candidate: string, ttlMs: number): Promise<string> {
