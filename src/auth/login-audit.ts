@@ -22,6 +22,8 @@ export interface AuditFacts {
   sid?: string;
   /** What a lockout started (pair_wait, address_blocked, username_guarded). */
   lockout?: string;
+  /** When that lockout lifts by itself (ISO 8601), unless an operator clears it first: the trail has no entry for its end. */
+  lockoutEndsAt?: string;
   /** With several identity providers: the one the attempt named. */
   provider?: string | undefined;
 }
@@ -77,6 +79,11 @@ export class LoginAudit {
 
 /** A lockout as the trail keeps it: whom it guards (the user when one exists, else the address), from where. */
 function lockoutEvent(facts: AuditFacts): AuditEvent {
-  const details = { lockout: facts.lockout ?? 'unknown', method: facts.method, requestId: facts.requestId };
+  const details = {
+    lockout: facts.lockout ?? 'unknown',
+    ...(facts.lockoutEndsAt !== undefined && { endsAt: facts.lockoutEndsAt }),
+    method: facts.method,
+    requestId: facts.requestId,
+  };
   return { kind: 'lockout.started', actor: gatewayActor(), subject: facts.username ?? facts.address, from: facts.address, outcome: 'ok', details };
 }

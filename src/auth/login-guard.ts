@@ -89,7 +89,7 @@ export class LoginGuard {
       if (isRefusal(error, 'invalid_user_credentials')) {
         const lockout = await this.#throttle.loginFailed(username, context.address);
         this.#audit.record('failure', facts);
-        if (lockout) this.#audit.record('lockout', { ...facts, lockout });
+        if (lockout) this.#audit.record('lockout', { ...facts, lockout: lockout.kind, lockoutEndsAt: endsAt(lockout.endsInMs) });
       }
       throw error;
     }
@@ -139,7 +139,9 @@ export class LoginGuard {
       done = await run();
     } catch (error) {
       const kind = refusal(error);
-      if (kind === 'counted' && (await this.#throttle.addressRefused(context.address))) this.#audit.record('lockout', { ...facts, lockout: 'address_blocked' });
+      if (kind === 'counted' && (await this.#throttle.addressRefused(context.address))) {
+        this.#audit.record('lockout', { ...facts, lockout: 'address_blocked', lockoutEndsAt: endsAt(this.#throttle.addressBlockMs) });
+      }
       if (kind !== 'passed') this.#audit.record('failure', facts);
       throw error;
     }
@@ -163,4 +165,9 @@ function successFacts(facts: AuditFacts, admitted: LoginSuccess): AuditFacts {
 
 function isRefusal(error: unknown, code: 'invalid_user_credentials' | 'invalid_refresh_token' | 'passkey_refused'): boolean {
   return isGatehouseError(error) && error.code === code;
+}
+
+/** The moment a lockout lifting in `ms` lifts, as the trail writes times. */
+function endsAt(ms: number): string {
+  return new Date(Date.now() + ms).toISOString();
 }

@@ -28,6 +28,11 @@ export class AddressRefusals {
     });
   }
 
+  /** How long a block lasts from the refusal that starts it. */
+  get blockMs(): number {
+    return this.#settings.addressBlockS * 1000;
+  }
+
   /** The address's count now (null: none), for `blockedMs` and for callers that weigh a recent failure. */
   async get(address: string): Promise<RateLimiterRes | null> {
     return limiterCall(() => this.#limiter.get(address));

@@ -20,7 +20,11 @@ export const ADDRESS_FAILURES = 'login-address';
 export const USERNAME_FAILURES = 'login-username';
 
 /** What a failure started, for the audit log. */
-export type Lockout = 'pair_wait' | 'address_blocked' | 'username_guarded' | undefined;
+/** What failed logins started, and in how long it lifts by itself (unless an operator clears it first). */
+export interface Lockout {
+  kind: 'pair_wait' | 'address_blocked' | 'username_guarded';
+  endsInMs: number;
+}
 
 export function usernameKey(username: string): string {
   return createHash('sha256').update(username, 'utf8').digest('base64url').slice(0, 22);
@@ -71,7 +75,7 @@ export class LoginThrottle {
   }
 
   /** Counts a failed login; tells what it started, if anything. */
-  async loginFailed(username: string, address: string): Promise<Lockout> {
+  async loginFailed(username: string, address: string): Promise<Lockout | undefined> {
     if (!this.enabled) return undefined;
     const user = usernameKey(username);
     const pair = `${user}:${address}`;
@@ -81,15 +85,19 @@ export class LoginThrottle {
       limiterCall(() => this.#usernameFailures.penalty(user)),
     ]);
     const beyondFree = byPair.consumedPoints - this.#limits.freeFailures;
-    if (beyondFree > 0) {
-      // 2^30 s is far past any maxWaitS: the exponent stops there.
-      const waitS = Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS);
-      await limiterCall(() => this.#pairWait.block(pair, waitS));
-    }
-    if (addressBlocked) return 'address_blocked';
-    if (beyondFree > 0) return 'pair_wait';
-    if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return 'username_guarded';
+    // 2^30 s is far past any maxWaitS: the exponent stops there.
+    const waitS = beyondFree > 0 ? Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS) : 0;
+    if (waitS > 0) await limiterCall(() => this.#pairWait.block(pair, waitS));
+    if (addressBlocked) return { kind: 'address_blocked', endsInMs: this.addressBlockMs };
+    if (waitS > 0) return { kind: 'pair_wait', endsInMs: waitS * 1000 };
+    // The guard holds until the username's failure window ends.
+    if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return { kind: 'username_guarded', endsInMs: msLeft(byUsername) };
     return undefined;
+  }
+
+  /** How long a block that an address's refusals start lasts. */
+  get addressBlockMs(): number {
+    return this.#addressFailures.blockMs;
   }
 
   /** Counts a refusal without a username (an invalid refresh token, a passkey answer) against its address; true when that blocked the address. */

@@ -58,6 +58,8 @@ describe('recorded kinds, in the local file trail', () => {
       from: '127.0.0.1',
       details: { lockout: 'pair_wait' },
     });
+    // It lifts by itself, unrecorded: the entry says when.
+    expect(Date.parse((lockout!.details as { endsAt: string }).endsAt)).toBeGreaterThan(Date.parse(lockout!.at));
     expect(JSON.stringify(lockout)).not.toContain('wrong-password');
     const verified = await deployed.gatehouse('audit', 'verify');
     expect(verified.code, verified.stdout).toBe(0);

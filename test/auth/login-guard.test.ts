@@ -69,6 +69,30 @@ describe('the login guard', () => {
     expect(await counted(metrics, 'throttled')).toBe(1);
   });
 
+  it('says in each lockout it starts when that lifts by itself, since nothing is written when it does', async () => {
+    const endsIn = (line: LogEntry | undefined) => Date.parse(String(line?.lockoutEndsAt)) - Date.now();
+    const lockoutLine = (audit: () => LogEntry[]) => audit().find((line) => line.outcome === 'lockout');
+    // A pair's wait: the first wait after the free failures.
+    const pair = guarded({ freeFailures: 1, firstWaitS: 30 });
+    for (let i = 0; i < 2; i++) await gatehouseErrorOf(pair.guard.login(attempt('192.0.2.20'), { check: refused, start: admitted }));
+    expect(lockoutLine(pair.audit)).toMatchObject({ lockout: 'pair_wait' });
+    expect(endsIn(lockoutLine(pair.audit))).toBeGreaterThan(29_000);
+    expect(endsIn(lockoutLine(pair.audit))).toBeLessThanOrEqual(30_000);
+    // An address's block, started by refused refresh tokens.
+    const address = guarded({ failuresPerAddress: 2, addressBlockS: 600 });
+    const bad = () => Promise.reject(gatehouseError('invalid_refresh_token'));
+    for (let i = 0; i < 2; i++) await gatehouseErrorOf(address.guard.refresh({ address: '192.0.2.21', requestId: 'r' }, bad));
+    expect(lockoutLine(address.audit)).toMatchObject({ lockout: 'address_blocked' });
+    expect(endsIn(lockoutLine(address.audit))).toBeGreaterThan(599_000);
+    expect(endsIn(lockoutLine(address.audit))).toBeLessThanOrEqual(600_000);
+    // A username guarded after failures from many addresses: until its failure window ends.
+    const user = guarded({ freeFailures: 100, failuresPerUsername: 3, failureWindowS: 900 });
+    for (let i = 0; i < 3; i++) await gatehouseErrorOf(user.guard.login(attempt(`192.0.2.${30 + i}`), { check: refused, start: admitted }));
+    expect(lockoutLine(user.audit)).toMatchObject({ lockout: 'username_guarded' });
+    expect(endsIn(lockoutLine(user.audit))).toBeGreaterThan(899_000);
+    expect(endsIn(lockoutLine(user.audit))).toBeLessThanOrEqual(900_000);
+  });
+
   it('does not count an outage as a guess: it passes through unaudited', async () => {
     const { guard, audit } = guarded();
     for (let i = 0; i < 3; i++) {
@@ -210,9 +234,10 @@ describe('both identity modes through the guard', () => {
 
   /** An audit line without what differs from request to request. */
   function shape(line: LogEntry): LogEntry {
-    const { time: _time, pid: _pid, hostname: _hostname, requestId, traceId, ...rest } = line;
+    const { time: _time, pid: _pid, hostname: _hostname, requestId, traceId, lockoutEndsAt, ...rest } = line;
     expect(typeof requestId).toBe('string');
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    if (rest.outcome === 'lockout') expect(new Date(String(lockoutEndsAt)).toISOString()).toBe(lockoutEndsAt);
     return rest;
   }
 
