@@ -125,9 +125,16 @@ describe('an answer given before the body was read reaches a client still sendin
   });
 });
 
+/** How long the front door holds a refusal here, and how long the client is busy mid-body: longer, so the answer comes while it is. */
+const HOLD_MS = 250;
+const BUSY_PAST_HOLD_MS = 750;
+
 describe('a refusal from the request head (the front door) reaches a client still sending its body', () => {
   it('an address refused for its flood of invalid tokens: the 429 is read every time', async () => {
-    const front = await startTestGateway({ config: { server: { trustedProxies: ['127.0.0.1'] }, routes: ROUTES(upstream.url) } });
+    // Head refusals are held HOLD_MS (a tarpit), shorter than the default second so ten tries take seconds, not half a minute.
+    const front = await startTestGateway({
+      config: { server: { trustedProxies: ['127.0.0.1'] }, limits: { abuse: { holdMs: HOLD_MS } }, routes: ROUTES(upstream.url) },
+    });
     try {
       const attacker = { 'x-forwarded-for': '203.0.113.9' };
       const { access_token } = await login(front.url, 'alice', 'alice-password-1');
@@ -138,9 +145,9 @@ describe('a refusal from the request head (the front door) reaches a client stil
         ),
       );
       expect(refusals.map((r) => r.status)).toEqual(Array(200).fill(401));
-      // Each head refusal is held 1 s before it is answered: fewer tries, and a
+      // Each head refusal is held before it is answered: fewer tries, and a
       // client busy for longer than that, so that the answer comes while it is.
-      expect(await tally(front.url, '/private/upload', 10, attacker, 1500)).toEqual({ '429 $diagnoses': 10 });
+      expect(await tally(front.url, '/private/upload', 10, attacker, BUSY_PAST_HOLD_MS)).toEqual({ '429 $diagnoses': 10 });
     } finally {
       await front.close();
     }
@@ -151,15 +158,15 @@ describe('a refusal from the request head (the front door) reaches a client stil
       config: {
         server: { trustedProxies: ['127.0.0.1'] },
         // Readings are the test's own (judge): the sampler's interval is an hour.
-        limits: { loadShedding: { enabled: true, sampleIntervalMs: 3_600_000 } },
+        limits: { loadShedding: { enabled: true, sampleIntervalMs: 3_600_000 }, abuse: { holdMs: HOLD_MS } },
         routes: ROUTES(upstream.url),
       },
     });
     try {
       shedding.gateway.load.judge({ delayMs: 200, utilization: 1 });
       const client = { 'x-forwarded-for': '203.0.113.10', authorization: 'Bearer garbage' };
-      // Held 1 s as the other head refusals are: a client busy for longer than that.
-      expect(await tally(shedding.url, '/private/upload', 10, client, 1500)).toEqual({ '503 $diagnoses': 10 });
+      // Held as the other head refusals are: a client busy for longer than that.
+      expect(await tally(shedding.url, '/private/upload', 10, client, BUSY_PAST_HOLD_MS)).toEqual({ '503 $diagnoses': 10 });
     } finally {
       await shedding.close();
     }
