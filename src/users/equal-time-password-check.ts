@@ -2,7 +2,10 @@
 // known user's hash is verified (scrypt, in the hashing queue's turn for the
 // client's address); an unknown name gets a stand-in as long as a real check
 // takes now, in the same queue turn (scrypt-stand-in.ts), and never matches.
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword } from './passwords.js';
+// The stand-in's hash costs what most users' hashes cost: a stand-in dearer or
+// cheaper than the real checks would tell unknown names from known ones.
+import { decode } from '../core/password-hash-format.js';
+import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyPassword, type ScryptParams } from './passwords.js';
 import type { HashingQueue, PasswordCheckOptions, PasswordVerifier } from './password-check-options.js';
 import { ScryptDurations, standInWait } from './scrypt-stand-in.js';
 
@@ -26,11 +29,20 @@ export class EqualTimePasswordCheck {
     this.#hashing = options.hashing;
   }
 
-  /** Makes the stand-in hash, timing its making: the first measure of what a check costs. */
-  static async create(options: PasswordCheckOptions): Promise<EqualTimePasswordCheck> {
+  /**
+   * Makes the stand-in hash at the cost most of `userHashes` have (the default cost when there are none), timing its
+   * making: the first measure of what a check costs. The users as they are at start decide it; a restart after the
+   * users' hashes all changed cost picks the new one.
+   */
+  static async create(options: PasswordCheckOptions, userHashes: Iterable<string> = []): Promise<EqualTimePasswordCheck> {
     const started = performance.now();
-    const hash = await hashPassword('not a password: stands in for unknown users', DEFAULT_SCRYPT_PARAMS);
+    const hash = await hashPassword('not a password: stands in for unknown users', prevalentParams(userHashes) ?? DEFAULT_SCRYPT_PARAMS);
     return new EqualTimePasswordCheck({ hash, ms: performance.now() - started }, options);
+  }
+
+  /** The stand-in hash's parameters (`scrypt$ln=15,r=8,p=1`): what an unknown name's check is made to cost. */
+  get standInCost(): string {
+    return this.#dummyCost;
   }
 
   /** Whether `password` matches `encoded`; `encoded` undefined (no such user): false, as late as a real check. */
@@ -53,4 +65,20 @@ export class EqualTimePasswordCheck {
     else await standInWait(this.#durations.draw());
     return false;
   }
+}
+
+/** The scrypt parameters most of `hashes` were made with; undefined when none is a well-formed hash. */
+function prevalentParams(hashes: Iterable<string>): ScryptParams | undefined {
+  const counts = new Map<string, { params: ScryptParams; count: number }>();
+  for (const encoded of hashes) {
+    const decoded = decode(encoded);
+    if (decoded === null) continue;
+    const cost = costOf(encoded);
+    const known = counts.get(cost);
+    if (known === undefined) counts.set(cost, { params: decoded.params, count: 1 });
+    else known.count += 1;
+  }
+  let best: { params: ScryptParams; count: number } | undefined;
+  for (const candidate of counts.values()) if (best === undefined || candidate.count > best.count) best = candidate;
+  return best?.params;
 }

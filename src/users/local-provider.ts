@@ -88,15 +88,17 @@ export class LocalIdentityProvider extends EventEmitter<LocalIdentityEvents> imp
   ): Promise<LocalIdentityProvider> {
     const log = logger.child({ component: 'identity', ...(source ? { usersIn: source.kind } : { usersFile: config.usersFile }) });
     const usersSource = source ?? fileUsersSource(config.usersFile, log);
-    const [read, passwordCheck] = await Promise.all([
-      // A store that does not answer at start: nobody logs in until it does (the watch reads the users again).
-      usersSource.read().catch((error: unknown) => {
-        if (usersSource.kind !== 'store') throw error;
-        log.error({ err: error }, 'cannot read the users from the store yet: nobody can log in until it answers');
-        return { data: emptyUsersFile(), digest: undefined };
-      }),
-      EqualTimePasswordCheck.create(passwords),
-    ]);
+    // A store that does not answer at start: nobody logs in until it does (the watch reads the users again).
+    const read = await usersSource.read().catch((error: unknown) => {
+      if (usersSource.kind !== 'store') throw error;
+      log.error({ err: error }, 'cannot read the users from the store yet: nobody can log in until it answers');
+      return { data: emptyUsersFile(), digest: undefined };
+    });
+    // After the users are read: an unknown name's stand-in check costs what theirs cost.
+    const passwordCheck = await EqualTimePasswordCheck.create(
+      passwords,
+      Object.values(read.data.users).map((user) => user.passwordHash),
+    );
     const provider = new LocalIdentityProvider(usersSource, log, passwordCheck, read.data, passwords);
     provider.#digest = read.digest;
     const users = provider.#snapshot.byName.size;
