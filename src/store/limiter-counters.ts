@@ -16,6 +16,9 @@ export type CounterSelection = { name: string; key: string } | { name: string; k
 export async function deleteLimiterCounters(store: StoreConfig & { url: string }, selections: readonly CounterSelection[]): Promise<number> {
   const keys = new Keyspace(store.keyPrefix);
   const client = createRedisClient(parseStoreUrl(store.url));
+  // The outcome is this function's answer: without a listener ioredis prints each failed connection's stack.
+  let connectionError: Error | undefined;
+  client.on('error', (error: Error) => (connectionError = error));
   try {
     const found: string[] = [];
     for (const selection of selections) {
@@ -26,6 +29,10 @@ export async function deleteLimiterCounters(store: StoreConfig & { url: string }
     // One key per DEL: on a Cluster they live in different slots.
     for (const key of found) deleted += await client.del(key);
     return deleted;
+  } catch (error) {
+    // ioredis says why the command gave up ("max retries per request"), not why Redis could not be asked.
+    const why = connectionError ?? error;
+    throw new Error(`the store did not answer (${why instanceof Error ? why.message : String(why)}); run the command again once it does`, { cause: error });
   } finally {
     client.disconnect();
   }
