@@ -1,6 +1,6 @@
 // The ioredis clients of the Redis store: the command connection for the
 // kind of deployment the URL names, and its twin for SUBSCRIBE.
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, SentinelConnector, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { ReconnectSchedule } from './reconnect-schedule.js';
 import type { StoreUrlDescription } from './store-url.js';
 
@@ -26,6 +26,25 @@ export function reconnectOnReadOnly(error: Error): boolean | 1 | 2 {
   return error.message.startsWith('READONLY') ? 2 : false;
 }
 
+type SentinelClientFactory = (this: SentinelConnector, ...args: unknown[]) => Redis;
+const builtIn = (SentinelConnector.prototype as unknown as { connectToSentinel?: SentinelClientFactory }).connectToSentinel;
+
+/**
+ * ioredis's Sentinel connector, with a listener on its own connections to the sentinels (the failover detector's
+ * +switch-master subscriptions, and the short ones that ask for the master): ioredis gives them none, so a sentinel
+ * that restarts printed "[ioredis] Unhandled error event" and a stack on stderr at every reconnect attempt, outside
+ * the log. What matters of such a failure reaches the log through the command connection (redis-connection.ts).
+ * Should a later ioredis rename the method, this is ioredis's own connector again, no worse than before.
+ */
+class ListenedSentinelConnector extends SentinelConnector {}
+if (typeof builtIn === 'function') {
+  (ListenedSentinelConnector.prototype as unknown as { connectToSentinel: SentinelClientFactory }).connectToSentinel = function (...args) {
+    const client = builtIn.apply(this, args);
+    client.on('error', () => {});
+    return client;
+  };
+}
+
 /**
  * An ioredis client with the production settings: fail fast, never give up
  * reconnecting, and tell `reconnects` when the next attempt is due.
@@ -47,6 +66,8 @@ export function createRedisClient(description: StoreUrlDescription, reconnects =
       return new Redis({
         ...perConnection,
         ...PIPELINING,
+        // ioredis types a connector's options as unknown; a Sentinel connector takes these very options.
+        Connector: ListenedSentinelConnector as unknown as NonNullable<RedisOptions['Connector']>,
         retryStrategy,
         sentinelRetryStrategy: retryStrategy,
         // Sentinel tells us of a switch at once (+switch-master), so writes
