@@ -12,7 +12,7 @@
 // through unrecorded.
 import { isGatehouseError } from '../core/errors.js';
 import { parseApiKey } from '../users/api-keys.js';
-import type { LoginThrottle } from '../limits/login-throttle.js';
+import type { Lockout, LoginThrottle } from '../limits/login-throttle.js';
 import { refusesWellSignedToken } from '../tokens/types.js';
 import type { AuditFacts, LoginAudit, LoginMethod } from './login-audit.js';
 
@@ -89,7 +89,7 @@ export class LoginGuard {
       if (isRefusal(error, 'invalid_user_credentials')) {
         const lockout = await this.#throttle.loginFailed(username, context.address);
         this.#audit.record('failure', facts);
-        if (lockout) this.#audit.record('lockout', { ...facts, lockout: lockout.kind, lockoutEndsAt: endsAt(lockout.endsInMs) });
+        if (lockout) this.#audit.record('lockout', lockoutFacts(facts, lockout));
       }
       throw error;
     }
@@ -139,9 +139,8 @@ export class LoginGuard {
       done = await run();
     } catch (error) {
       const kind = refusal(error);
-      if (kind === 'counted' && (await this.#throttle.addressRefused(context.address))) {
-        this.#audit.record('lockout', { ...facts, lockout: 'address_blocked', lockoutEndsAt: endsAt(this.#throttle.addressBlockMs) });
-      }
+      const lockout = kind === 'counted' ? await this.#throttle.addressRefused(context.address) : undefined;
+      if (lockout) this.#audit.record('lockout', lockoutFacts(facts, lockout));
       if (kind !== 'passed') this.#audit.record('failure', facts);
       throw error;
     }
@@ -167,7 +166,7 @@ function isRefusal(error: unknown, code: 'invalid_user_credentials' | 'invalid_r
   return isGatehouseError(error) && error.code === code;
 }
 
-/** The moment a lockout lifting in `ms` lifts, as the trail writes times. */
-function endsAt(ms: number): string {
-  return new Date(Date.now() + ms).toISOString();
+/** A lockout's audit facts: what it is, and the moment it lifts by itself, as the trail writes times. */
+function lockoutFacts(facts: AuditFacts, lockout: Lockout): AuditFacts {
+  return { ...facts, lockout: lockout.kind, lockoutEndsAt: new Date(Date.now() + lockout.endsInMs).toISOString() };
 }

@@ -88,22 +88,22 @@ export class LoginThrottle {
     // 2^30 s is far past any maxWaitS: the exponent stops there.
     const waitS = beyondFree > 0 ? Math.min(this.#limits.firstWaitS * 2 ** Math.min(beyondFree - 1, 30), this.#limits.maxWaitS) : 0;
     if (waitS > 0) await limiterCall(() => this.#pairWait.block(pair, waitS));
-    if (addressBlocked) return { kind: 'address_blocked', endsInMs: this.addressBlockMs };
+    if (addressBlocked) return this.#addressBlock();
     if (waitS > 0) return { kind: 'pair_wait', endsInMs: waitS * 1000 };
     // The guard holds until the username's failure window ends.
     if (byUsername.consumedPoints === this.#limits.failuresPerUsername) return { kind: 'username_guarded', endsInMs: msLeft(byUsername) };
     return undefined;
   }
 
-  /** How long a block that an address's refusals start lasts. */
-  get addressBlockMs(): number {
-    return this.#addressFailures.blockMs;
+  /** Counts a refusal without a username (an invalid refresh token, a passkey answer) against its address; tells the block it started, if it did. */
+  async addressRefused(address: string): Promise<Lockout | undefined> {
+    if (!this.enabled) return undefined;
+    return (await this.#addressFailures.refused(address)) ? this.#addressBlock() : undefined;
   }
 
-  /** Counts a refusal without a username (an invalid refresh token, a passkey answer) against its address; true when that blocked the address. */
-  async addressRefused(address: string): Promise<boolean> {
-    if (!this.enabled) return false;
-    return this.#addressFailures.refused(address);
+  /** A block of the address, started now. */
+  #addressBlock(): Lockout {
+    return { kind: 'address_blocked', endsInMs: this.#addressFailures.blockMs };
   }
 
   /** A success clears the pair's failures and wait: the user's own typos do not pile up. */

@@ -1,6 +1,7 @@
 // "The first writer of a key wins, for a while": the replay memory of DPoP proofs (every request of a bound token
-// writes one) and of one-time codes. The keys asked for while the event loop turns go to Redis together, as one
-// script call that sets each key that is not there yet; while a call is out, the next keys gather for the one after.
+// writes one), of one-time codes and of back-channel logout tokens. The keys asked for while the event loop turns go
+// to Redis together, as one script call that sets each key that is not there yet; while a call is out, the next keys
+// gather for the one after.
 //
 // Invariants: a key's answer is Redis's own SET NX for that key (true: written now; false: it was there); a call
 // carries keys of one hash slot only, so a Cluster node can run it; at most one call per slot and lifetime is out at

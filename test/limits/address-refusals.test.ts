@@ -27,9 +27,9 @@ afterEach(async () => {
 describe('the per-address refusal policy', () => {
   it('refresh tokens: the failuresPerAddress-th refusal blocks the address, and only it', async () => {
     const throttle = new LoginThrottle(settings, limiters());
-    for (let i = 1; i < FAILURES; i++) expect(await throttle.addressRefused('192.0.2.1')).toBe(false);
+    for (let i = 1; i < FAILURES; i++) expect(await throttle.addressRefused('192.0.2.1')).toBeUndefined();
     await expect(throttle.checkAddress('192.0.2.1')).resolves.toBeUndefined();
-    expect(await throttle.addressRefused('192.0.2.1')).toBe(true);
+    expect(await throttle.addressRefused('192.0.2.1')).toMatchObject({ kind: 'address_blocked' });
     await expect(throttle.checkAddress('192.0.2.1')).rejects.toMatchObject({ status: 429 });
     await expect(throttle.checkAddress('192.0.2.2')).resolves.toBeUndefined();
   });
